@@ -1,0 +1,197 @@
+"""Driver loop of the dual decomposition shared by C-SVC and the budget SVMs.
+
+    min_a  f(a) + mu/2 ||a||^2,   f(a) = 1/2 a^T Q a - e^T a
+    s.t.   y^T a = 0,  0 <= a_i <= U_i,  sum_i a_i <= S,  [sum_i a_i^2 <= R]
+
+Each round every partition applies the previous working set's alpha changes
+to its gradients and returns its most violating examples (``dual_round``);
+the driver merges them into a working set of q examples and solves the
+q-variable sub-problem with the numba SMO of ``core.smo``.  The loop stops
+when no allowed pair of classes violates the optimality conditions by more
+than ``tol`` (LIBSVM's stopping rule, with the budget's restriction on
+pairs).  The bias follows LIBSVM: the mean over free variables, per class
+when the budget constraint is active (as for nu-SVM), else the midpoint of
+the feasible interval.
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.kernels import kernel_block
+from core.partition.dual import NEG, POS
+from core.rows import stack_rows
+from core.smo import smo_solve
+from core.support_set import SupportSet
+
+log = logging.getLogger("spark_bsvm")
+
+_TIGHT = 1e-12  # relative slack under which the budget sum counts as active (as in core.smo)
+
+
+@dataclass
+class DualProblem:
+    """Constraints of one member of the family: box scale C (U_i = C w_i), sum bound S, ball R."""
+
+    C: float
+    sum_bound: float = np.inf
+    sq_bound: float = np.inf
+
+
+@dataclass
+class DualSolution:
+    support: SupportSet
+    rho: float  # decision function: sum_j a_j y_j K(x_j, x) - rho
+    objective: float  # f(a), without the ridge
+    rounds: int
+    violation: float
+    converged: bool
+
+
+_CAND_KEYS = ("cand_ids", "cand_rows", "cand_y", "cand_alpha", "cand_grad", "cand_upper", "cand_score")
+
+
+def _merge_candidates(answers):
+    """One candidate table from the partitions' answers (and the carried-over working set)."""
+    merged = {k: np.concatenate([a[k] for a in answers]) for k in _CAND_KEYS if k != "cand_rows"}
+    merged["cand_rows"] = stack_rows([a["cand_rows"] for a in answers])
+    _, first = np.unique(merged["cand_ids"], return_index=True)
+    return {k: v[first] for k, v in merged.items()}
+
+
+def _violation(up_max, low_min, budget_tight):
+    """Largest s_i - s_j over allowed class pairs (i in I_up, j in I_low), s = -y F."""
+    worst = -np.inf
+    for ci in (NEG, POS):
+        for cj in (NEG, POS):
+            if budget_tight and ci == POS and cj == NEG:
+                continue  # this pair would raise sum a above the budget (eq. 12)
+            worst = max(worst, up_max[ci] - low_min[cj])
+    return worst
+
+
+def _midpoint(lo, hi):
+    if np.isfinite(lo) and np.isfinite(hi):
+        return 0.5 * (lo + hi)
+    return lo if np.isfinite(lo) else (hi if np.isfinite(hi) else 0.0)
+
+
+def _rho(stats, budget_tight):
+    """Bias from the KKT conditions F_i + nu + eta y_i = 0 on free variables (rho = -eta)."""
+    count, total = stats["free_count"], stats["free_sum"]
+    upper_max, zero_min = stats["upper_max"], stats["zero_min"]
+    if budget_tight:
+        # nu != 0: class means m_c = -nu - eta c, so rho = (m_+ - m_-) / 2
+        m = [total[c] / count[c] if count[c] else _midpoint(upper_max[c], zero_min[c]) for c in (NEG, POS)]
+        return 0.5 * (m[POS] - m[NEG])
+    if count.sum():
+        return (total[POS] - total[NEG]) / count.sum()  # mean of y_i F_i over free variables
+    lower = max(upper_max[POS], -zero_min[NEG])
+    upper = min(zero_min[POS], -upper_max[NEG])
+    return _midpoint(lower, upper)
+
+
+def _select(cand, size, carried_ids):
+    """The next working set of at most ``size`` candidates.
+
+    Up to half of it are the free variables of the previous working set
+    (kept as SVMlight does, so that consecutive sub-problems overlap and the
+    decomposition does not zig-zag); the rest are the most violating members
+    of I_up and of I_low in each class, globally, in equal shares.
+    """
+    y, alpha, upper, score = cand["cand_y"], cand["cand_alpha"], cand["cand_upper"], cand["cand_score"]
+    free = (alpha > 0) & (alpha < upper)
+    carried = np.flatnonzero(free & np.isin(cand["cand_ids"], carried_ids))[: size // 2]
+    n_select = max(1, (size - carried.size) // 4)
+    pos = y > 0
+    up = np.where(pos, alpha < upper, alpha > 0)
+    low = np.where(pos, alpha > 0, alpha < upper)
+    chosen = [carried]
+    for in_class in (~pos, pos):
+        for mask, sign in ((up & in_class, 1.0), (low & in_class, -1.0)):
+            idx = np.flatnonzero(mask)
+            chosen.append(idx[np.argsort(-sign * score[idx], kind="stable")[:n_select]])
+    return np.unique(np.concatenate(chosen))
+
+
+def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_rounds=20_000,
+               ridge=0.0, support=None, reset=True, inner_tol=None):
+    """Run the decomposition on ``engine`` until the violation is below ``tol``.
+
+    ``support``: the SupportSet to start from (``None``: a = 0);
+    ``reset``: make the partitions rebuild their state from it; ``False``
+    when they already hold it (a warm start across ridge values).
+    ``max_rounds`` bounds the sub-problem solves; a last round always
+    evaluates the final point (``max_rounds=0`` only evaluates).
+    """
+    support = SupportSet() if support is None else support
+    spec = kernel.to_dict()
+    base = {"kernel": spec, "C": problem.C, "ridge": float(ridge), "n_select": max(1, working_set_size // 4)}
+    empty = {"ws_ids": np.zeros(0, np.int64), "ws_rows": None, "ws_y": None, "ws_alpha_old": None, "ws_alpha": None}
+    request = dict(base, **empty, reset=reset)
+    if reset:
+        ids, rows, y, alpha = support.arrays(engine.n_features)
+        request.update(sv_ids=ids, sv_rows=rows, sv_y=y, sv_alpha=alpha)
+    inner_tol = 0.1 * tol if inner_tol is None else inner_tol
+    start = time.perf_counter()
+    violation, converged = np.inf, False
+    carry, carried_ids = None, np.zeros(0, np.int64)
+    for rounds in range(1, max_rounds + 2):
+        answers = engine.run("dual_round", request)
+        stats = {k: _reduce(answers, k) for k in ("up_max", "low_min", "free_count", "free_sum", "upper_max", "zero_min")}
+        sum_alpha, sum_sq = support.sums()
+        budget_tight = _is_tight(problem.sum_bound, sum_alpha)
+        violation = _violation(stats["up_max"], stats["low_min"], budget_tight)
+        objective = 0.5 * sum(a["objective_part"] for a in answers)
+        if log.isEnabledFor(logging.INFO) and (rounds % 10 == 1 or violation < tol):
+            log.info("dual round %d: support %d, objective %.6g, violation %.3g, %.1fs",
+                     rounds, len(support), objective, violation, time.perf_counter() - start)
+        if violation < tol:
+            converged = True
+            break
+        if rounds > max_rounds:
+            log.warning("dual decomposition stopped after max_rounds=%d with violation %.3g > tol=%.3g; "
+                        "raise maxIter or tol", max_rounds, violation, tol)
+            break
+        cand = _merge_candidates(answers if carry is None else answers + [carry])
+        ws = _select(cand, working_set_size, carried_ids)
+        ws_rows = cand["cand_rows"][ws]
+        y_ws, alpha_old = cand["cand_y"][ws], cand["cand_alpha"][ws]
+        alpha_ws = alpha_old.copy()
+        grad_ws = cand["cand_grad"][ws] + ridge * alpha_old
+        K = kernel_block(ws_rows, ws_rows, kernel)
+        own_sum, own_sq = alpha_old.sum(), alpha_old @ alpha_old
+        smo_solve(K, y_ws, grad_ws, alpha_ws, cand["cand_upper"][ws],
+                  sum_bound=problem.sum_bound - (sum_alpha - own_sum),
+                  sq_bound=problem.sq_bound - (sum_sq - own_sq),
+                  ridge=ridge, tol=inner_tol)
+        changed = alpha_ws != alpha_old
+        if not changed.any():
+            log.warning("dual decomposition stalled at round %d with violation %.3g > tol=%.3g: "
+                        "the working set made no progress", rounds, violation, tol)
+            break
+        ws_ids = cand["cand_ids"][ws]
+        carried_ids = ws_ids
+        carry = {"cand_ids": ws_ids, "cand_rows": ws_rows, "cand_y": y_ws, "cand_alpha": alpha_ws,
+                 "cand_grad": grad_ws - ridge * alpha_ws, "cand_upper": cand["cand_upper"][ws],
+                 "cand_score": -y_ws * grad_ws}
+        support.update(ws_ids[changed], alpha_ws[changed], y_ws[changed], ws_rows[np.flatnonzero(changed)])
+        request = dict(base, reset=False, ws_ids=ws_ids[changed], ws_rows=ws_rows[np.flatnonzero(changed)],
+                       ws_y=y_ws[changed], ws_alpha_old=alpha_old[changed], ws_alpha=alpha_ws[changed])
+    budget_tight = _is_tight(problem.sum_bound, support.sums()[0])
+    return DualSolution(support, _rho(stats, budget_tight), objective, rounds, violation, converged)
+
+
+def _is_tight(bound, total):
+    return bool(np.isfinite(bound)) and bound - total <= _TIGHT * max(1.0, bound)
+
+
+def _reduce(answers, key):
+    values = np.stack([a[key] for a in answers])
+    if key in ("up_max", "upper_max"):
+        return values.max(axis=0)
+    if key in ("low_min", "zero_min"):
+        return values.min(axis=0)
+    return values.sum(axis=0)

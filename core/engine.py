@@ -1,0 +1,116 @@
+"""The Engine interface and the in-process LocalEngine.
+
+An algorithm is a driver-side loop that asks its engine for *rounds*: the
+engine calls one registered partition function on every partition of the
+training set with the same small request, and returns the partitions'
+answers (small aggregates) to the driver.  Partition functions live in
+``core.partition`` and have the signature
+
+    fn(data: PartitionData, state: dict, request: dict) -> (state, answer)
+
+``state`` is the per-example state a partition keeps between rounds
+(dual variables, gradients, responses); it is always a function of the
+model the driver holds, so a partition that loses it rebuilds it from a
+request that carries that model.  Requests and answers hold only numpy
+arrays, row blocks, numbers and strings, so that a Spark engine can ship
+them without pickling code.
+
+``LocalEngine`` holds the partitions as numpy blocks in this process;
+``spark_bsvm``'s SparkEngine runs the same functions on Spark executors.
+"""
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.labels import encode_labels
+from core.rows import as_rows, n_rows, squared_norms, take_rows
+
+
+@dataclass
+class PartitionData:
+    """One partition of the training set, fixed for the whole fit."""
+
+    rows: object  # float64 ndarray (n, p) or scipy CSR matrix
+    y: np.ndarray  # float64 labels in {-1, +1}
+    weight: np.ndarray  # float64 instance weights (ones when unweighted)
+    ids: np.ndarray  # int64 ids, unique over the training set
+    sq_norms: np.ndarray  # ||x_i||^2, computed once
+
+    @classmethod
+    def build(cls, rows, y, weight, ids):
+        rows = as_rows(rows)
+        return cls(rows, np.asarray(y, np.float64), np.asarray(weight, np.float64),
+                   np.asarray(ids, np.int64), squared_norms(rows))
+
+    def __len__(self):
+        return self.y.shape[0]
+
+
+class Engine(ABC):
+    """Runs rounds of partition functions over a partitioned training set.
+
+    Attributes every engine sets: ``n_features``, ``n_examples``,
+    ``classes`` (the two original label values, negative first) and
+    ``n_partitions``.
+    """
+
+    n_features: int
+    n_examples: int
+    classes: list
+    n_partitions: int
+
+    @abstractmethod
+    def run(self, function_name, request):
+        """Call ``function_name`` on every partition; return the answers in partition order."""
+
+    def close(self):
+        """Release what the engine holds (sockets, tasks); a no-op locally."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class LocalEngine(Engine):
+    """In-process engine: the training set split into contiguous numpy blocks.
+
+    Example ids are row positions in the arrays given, so a model's support
+    ids index the original data.
+    """
+
+    def __init__(self, X, labels, weights=None, n_partitions=1):
+        X = as_rows(X)
+        n = n_rows(X)
+        y, self.classes = encode_labels(labels)
+        if y.shape[0] != n:
+            raise ValueError(f"X has {n} rows but labels has {y.shape[0]} values")
+        if weights is None:
+            weights = np.ones(n)
+        weights = np.asarray(weights, np.float64)
+        if weights.shape != (n,) or not np.all(np.isfinite(weights)) or np.any(weights <= 0):
+            raise ValueError("weights must be a length-n array of positive finite numbers")
+        if not 1 <= n_partitions <= n:
+            raise ValueError(f"n_partitions must be between 1 and the number of rows ({n}), got {n_partitions}")
+        bounds = np.linspace(0, n, n_partitions + 1).astype(np.int64)
+        self.partitions = []
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            idx = np.arange(lo, hi)
+            self.partitions.append(PartitionData.build(take_rows(X, idx), y[idx], weights[idx], idx))
+        self.states = [{} for _ in self.partitions]
+        self.n_features = X.shape[1]
+        self.n_examples = n
+        self.n_partitions = n_partitions
+
+    def run(self, function_name, request):
+        from core.partition import PARTITION_FUNCTIONS
+
+        fn = PARTITION_FUNCTIONS[function_name]
+        answers = []
+        for k, data in enumerate(self.partitions):
+            self.states[k], answer = fn(data, self.states[k], request)
+            answers.append(answer)
+        return answers

@@ -1,0 +1,34 @@
+"""Binary labels: any two values in, +-1 out, with the mapping kept for the model."""
+
+import numpy as np
+
+
+def encode_labels(labels):
+    """Map a 1-D array of exactly two distinct label values to +-1.
+
+    Returns ``(y, classes)``: ``y`` is float64 with -1 for ``classes[0]`` and
+    +1 for ``classes[1]``, where ``classes`` holds the two values sorted (the
+    larger one is the positive class, as in scikit-learn and MLlib).
+    """
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"labels must be a 1-D array, got shape {labels.shape}")
+    if labels.size == 0:
+        raise ValueError("the training data is empty: there are no labels")
+    if labels.dtype.kind == "f" and not np.all(np.isfinite(labels)):
+        raise ValueError("labels contain NaN or infinite values; drop or fix those rows")
+    classes = np.unique(labels)
+    if classes.size != 2:
+        shown = ", ".join(repr(v) for v in classes[:10].tolist())
+        more = "" if classes.size <= 10 else f" ... ({classes.size} in all)"
+        raise ValueError(
+            f"binary classification needs exactly two label values, found {classes.size}: "
+            f"[{shown}{more}]; for more classes wrap the estimator in OneVsRest"
+        )
+    y = np.where(labels == classes[1], 1.0, -1.0)
+    return y, classes.tolist()
+
+
+def decode_labels(y_sign, classes):
+    """Map signs (+-1, or decision values whose sign is taken) back to label values."""
+    return np.where(np.asarray(y_sign) > 0, np.asarray(classes[1]), np.asarray(classes[0]))

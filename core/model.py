@@ -1,0 +1,132 @@
+"""The one model type of the project: a kernel expansion with bias.
+
+    f(x) = sum_j coef_j K(s_j, x) + b,      prediction = classes[f(x) > 0]
+
+Every method (C-SVC, the budget SVMs, SpSVM, the slant sparsifier, EBSVM,
+L0-SVM) produces one.  ``coef_j`` is signed (a_j y_j for dual methods).
+"""
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from core.kernels import KernelSpec, kernel_block
+from core.labels import decode_labels
+from core.rows import as_rows, is_sparse, n_rows, squared_norms, take_rows
+
+FORMAT_VERSION = 1
+_BATCH = 4096  # rows of X per kernel block in the decision function
+
+
+@dataclass
+class KernelExpansion:
+    """Support vectors, signed coefficients, bias, kernel and label mapping.
+
+    ``classes``: the two original label values, ``classes[0]`` mapped to -1
+    and ``classes[1]`` to +1.  ``metadata``: JSON-able training record
+    (method, parameters, iterations, objective, ...).  ``support_ids``: the
+    training-set ids of the support vectors when known.
+    """
+
+    support_vectors: object
+    coef: np.ndarray
+    bias: float
+    kernel: KernelSpec
+    classes: list
+    n_features: int
+    metadata: dict = field(default_factory=dict)
+    support_ids: np.ndarray = None
+
+    def __post_init__(self):
+        self.support_vectors = as_rows(self.support_vectors, n_features=self.n_features)
+        self.coef = np.ascontiguousarray(self.coef, dtype=np.float64)
+        if self.coef.shape != (n_rows(self.support_vectors),):
+            raise ValueError(f"{n_rows(self.support_vectors)} support vectors but {self.coef.shape} coefficients")
+        if len(self.classes) != 2:
+            raise ValueError(f"a binary model needs two class values, got {self.classes}")
+        self.bias = float(self.bias)
+        self._sv_sq_norms = squared_norms(self.support_vectors)
+
+    @property
+    def n_support(self):
+        return self.coef.shape[0]
+
+    def decision_function(self, X):
+        """f(x) for every row of X (dense or sparse), in batches of rows."""
+        X = as_rows(X, n_features=self.n_features)
+        n = n_rows(X)
+        out = np.full(n, self.bias)
+        if self.n_support == 0:
+            return out
+        for lo in range(0, n, _BATCH):
+            block = X[lo:lo + _BATCH]
+            K = kernel_block(block, self.support_vectors, self.kernel, z_sq_norms=self._sv_sq_norms)
+            out[lo:lo + _BATCH] += K @ self.coef
+        return out
+
+    def predict(self, X):
+        """Predicted labels, in the original label values."""
+        return decode_labels(self.decision_function(X), self.classes)
+
+    def pruned(self, s):
+        """The same expansion keeping only the s largest |coef| (Dekel & Singer's pruning, section 5)."""
+        if s < 0:
+            raise ValueError(f"the number of weights to keep must be >= 0, got {s}")
+        if s >= self.n_support:
+            return self
+        keep = np.sort(np.argsort(-np.abs(self.coef), kind="stable")[:s])
+        meta = dict(self.metadata, pruned_to=int(s))
+        ids = None if self.support_ids is None else self.support_ids[keep]
+        return KernelExpansion(take_rows(self.support_vectors, keep), self.coef[keep], self.bias,
+                               self.kernel, list(self.classes), self.n_features, meta, ids)
+
+    # ---- persistence: one .npz file, no pickle -------------------------------------------
+
+    def save(self, path):
+        """Write the model to ``path`` (a .npz file) atomically: a crash leaves the old file intact."""
+        header = {"format_version": FORMAT_VERSION, "bias": self.bias, "kernel": self.kernel.to_dict(),
+                  "classes": _plain(self.classes), "n_features": self.n_features,
+                  "metadata": self.metadata, "sparse": is_sparse(self.support_vectors)}
+        arrays = {"header": np.array(json.dumps(header)), "coef": self.coef}
+        if self.support_ids is not None:
+            arrays["support_ids"] = np.asarray(self.support_ids, np.int64)
+        sv = self.support_vectors
+        if is_sparse(sv):
+            arrays.update(sv_data=sv.data, sv_indices=sv.indices, sv_indptr=sv.indptr)
+        else:
+            arrays["sv_dense"] = sv
+        directory = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by ``save``."""
+        with np.load(path, allow_pickle=False) as z:
+            header = json.loads(str(z["header"]))
+            if header.get("format_version") != FORMAT_VERSION:
+                raise ValueError(f"{path}: unsupported model format version {header.get('format_version')}")
+            n_features = header["n_features"]
+            if header["sparse"]:
+                sv = sp.csr_matrix((z["sv_data"], z["sv_indices"], z["sv_indptr"]),
+                                   shape=(z["sv_indptr"].shape[0] - 1, n_features))
+            else:
+                sv = z["sv_dense"]
+            ids = z["support_ids"] if "support_ids" in z.files else None
+            return cls(sv, z["coef"], header["bias"], KernelSpec.from_dict(header["kernel"]),
+                       header["classes"], n_features, header["metadata"], ids)
+
+
+def _plain(values):
+    """Label values as JSON-able Python scalars."""
+    return [v.item() if hasattr(v, "item") else v for v in values]

@@ -1,0 +1,183 @@
+"""Driver-side SMO for one working set of the SVM dual family.
+
+The sub-problem, over the q variables of a working set B (all other dual
+variables fixed), is
+
+    min_a  1/2 a^T Q a + p^T a        Q_ij = y_i y_j K(x_i, x_j)
+    s.t.   y^T a = const                      (equality, kept by pair moves)
+           0 <= a_i <= U_i                     (box; U_i = inf for budget-L2)
+           sum_i a_i   <= S_rem               (budget-L1: B C, budget-L2: sqrt(B) C)
+           sum_i a_i^2 <= R_rem               (budget-L2: C^2)
+
+where S_rem and R_rem are what the fixed variables leave of the global sums.
+The solver never sees p: it receives the gradient G = Q a + p at the current
+point and keeps it up to date.
+
+Each step moves one pair (i, j), i in I_up and j in I_low (LIBSVM's sets), as
+
+    a_i += y_i t,   a_j -= y_j t,   t >= 0
+
+(Dekel & Singer eq. 8 with lambda = t).  Along the pair the objective changes
+by  -t g + t^2 q / 2  with  g = -y_i G_i + y_j G_j  (first-order violation)
+and  q = K_ii + K_jj - 2 K_ij, so the unconstrained optimum is t = g / q
+(their eq. 9).  The feasible interval for t is the smallest of the upper
+bounds of Dekel & Singer eqs. 10-13:
+
+    box     (eqs. 10-11)  t <= U_i - a_i or a_i,  t <= a_j or U_j - a_j
+    budget  (eq. 12)      t <= S_rem / 2           when y_i = +1, y_j = -1
+    ball    (eq. 13)      t^2 + beta t - R_rem / 2 <= 0,  beta = y_i a_i - y_j a_j
+
+Working-set selection: i is the most violating index of I_up within each
+class (two candidates); j maximises the exact decrease of the objective along
+the pair after clipping to the feasible interval.  Without the budget and ball
+constraints this is LIBSVM's second-order rule (Fan, Chen & Lin 2005, WSS 2);
+with them it never picks a pair the budget or the ball blocks.
+"""
+
+import numpy as np
+import numba
+
+from core.config import NJIT
+
+_TAU = 1e-12  # LIBSVM's floor on the pair curvature q
+_TIGHT = 1e-12  # relative slack under which a sum constraint counts as active
+
+
+@numba.njit(**NJIT)
+def _pair_step_bound(i, j, y, alpha, upper, sum_slack, sq_slack):
+    """Largest feasible t for the pair (i, j): Dekel & Singer eqs. 10-13."""
+    if y[i] > 0:
+        t_max = upper[i] - alpha[i]  # eq. 11, a_i <= U_i
+    else:
+        t_max = alpha[i]  # eq. 10, a_i >= 0
+    if y[j] > 0:
+        t_max = min(t_max, alpha[j])  # eq. 10, a_j >= 0
+    else:
+        t_max = min(t_max, upper[j] - alpha[j])  # eq. 11, a_j <= U_j
+    if y[i] > 0 and y[j] < 0:
+        t_max = min(t_max, 0.5 * sum_slack)  # eq. 12: the sum grows by 2t
+    if sq_slack < np.inf:
+        # eq. 13: (a_i + y_i t)^2 + (a_j - y_j t)^2 <= a_i^2 + a_j^2 + R_rem
+        beta = y[i] * alpha[i] - y[j] * alpha[j]
+        root = 0.5 * (-beta + np.sqrt(beta * beta + 2.0 * max(sq_slack, 0.0)))
+        t_max = min(t_max, root)
+    return max(t_max, 0.0)
+
+
+@numba.njit(**NJIT)
+def _in_up(k, y, alpha, upper):
+    return alpha[k] < upper[k] if y[k] > 0 else alpha[k] > 0.0
+
+
+@numba.njit(**NJIT)
+def _in_low(k, y, alpha, upper):
+    return alpha[k] > 0.0 if y[k] > 0 else alpha[k] < upper[k]
+
+
+@numba.njit(**NJIT)
+def _smo_solve(K, y, grad, alpha, upper, sum_bound, sq_bound, ridge, tol, max_iter):
+    n = y.shape[0]
+    diag = np.empty(n)
+    for k in range(n):
+        diag[k] = K[k, k]
+    sum_slack = sum_bound - alpha.sum()
+    sq_slack = sq_bound - (alpha * alpha).sum()
+    sum_tight = _TIGHT * max(1.0, sum_bound) if sum_bound < np.inf else 0.0
+    sq_tight = _TIGHT * max(1.0, sq_bound) if sq_bound < np.inf else 0.0
+    violation = 0.0
+    it = 0
+    while it < max_iter:
+        if sum_slack <= sum_tight:
+            sum_slack = 0.0
+        if sq_slack <= sq_tight and sq_bound < np.inf:
+            sq_slack = 0.0
+        best_gain = 0.0
+        best_i = -1
+        best_j = -1
+        best_t = 0.0
+        violation = 0.0
+        for cls in (1.0, -1.0):
+            # i: the most violating index of I_up in this class
+            i = -1
+            g_max = -np.inf
+            for k in range(n):
+                if y[k] == cls and _in_up(k, y, alpha, upper) and -y[k] * grad[k] > g_max:
+                    g_max = -y[k] * grad[k]
+                    i = k
+            if i < 0:
+                continue
+            K_i = K[i]
+            for j in range(n):
+                g = g_max + y[j] * grad[j]
+                if g <= 0.0 or j == i or not _in_low(j, y, alpha, upper):
+                    continue
+                q = max(diag[i] + diag[j] - 2.0 * K_i[j] + 2.0 * ridge, _TAU)
+                t = g / q
+                if g > violation or t * g > 2.0 * best_gain:  # cheap tests before the bounds
+                    t_max = _pair_step_bound(i, j, y, alpha, upper, sum_slack, sq_slack)
+                    if t_max <= 0.0:
+                        continue
+                    violation = max(violation, g)
+                    t = min(t, t_max)
+                    gain = t * (g - 0.5 * q * t)
+                    if gain > best_gain:
+                        best_gain = gain
+                        best_i = i
+                        best_j = j
+                        best_t = t
+        if violation < tol or best_i < 0:
+            break
+        i = best_i
+        j = best_j
+        t = best_t
+        old_i = alpha[i]
+        old_j = alpha[j]
+        # move the pair; a variable whose own bound clipped t lands on it exactly
+        if y[i] > 0:
+            alpha[i] = upper[i] if t >= upper[i] - old_i else old_i + t
+        else:
+            alpha[i] = 0.0 if t >= old_i else old_i - t
+        if y[j] > 0:
+            alpha[j] = 0.0 if t >= old_j else old_j - t
+        else:
+            alpha[j] = upper[j] if t >= upper[j] - old_j else old_j + t
+        if y[i] > 0 and y[j] < 0 and t >= 0.5 * sum_slack:
+            sum_slack = 0.0  # eq. 12 clipped the step: the budget is now active
+        else:
+            sum_slack -= (alpha[i] - old_i) + (alpha[j] - old_j)
+        sq_slack -= alpha[i] ** 2 - old_i**2 + alpha[j] ** 2 - old_j**2
+        # G_k += Q_ki da_i + Q_kj da_j = y_k (y_i da_i K_ki + y_j da_j K_kj)
+        d_i = y[i] * (alpha[i] - old_i)
+        d_j = y[j] * (alpha[j] - old_j)
+        K_i = K[i]
+        K_j = K[j]
+        for k in range(n):
+            grad[k] += y[k] * (d_i * K_i[k] + d_j * K_j[k])  # K is symmetric: rows, not columns
+        grad[i] += ridge * (alpha[i] - old_i)
+        grad[j] += ridge * (alpha[j] - old_j)
+        it += 1
+    return it, violation
+
+
+def smo_solve(K, y, grad, alpha, upper, sum_bound=np.inf, sq_bound=np.inf, ridge=0.0, tol=1e-3, max_iter=100_000):
+    """Solve the working-set sub-problem in place; return (iterations, violation).
+
+    K: (q, q) kernel matrix of the working set; y: labels in {-1, +1};
+    grad: gradient Q a + p at ``alpha`` (updated in place); alpha: feasible
+    start (updated in place); upper: box bounds U_i (may be inf);
+    sum_bound / sq_bound: what the other variables leave of the budget sums
+    (inf when absent); ridge: mu of a term mu/2 ||a||^2 added to the
+    objective (the multiplier of the ball constraint, see ``core.dual``; the
+    caller's ``grad`` must include its gradient mu a).  Stops when no feasible pair violates the optimality
+    conditions by ``tol`` or after ``max_iter`` pair steps.
+    """
+    K = np.ascontiguousarray(K, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    upper = np.ascontiguousarray(upper, dtype=np.float64)
+    for name, arr in (("grad", grad), ("alpha", alpha)):
+        if arr.dtype != np.float64 or not arr.flags.c_contiguous:
+            raise ValueError(f"{name} must be a C-contiguous float64 array (it is updated in place)")
+    n = y.shape[0]
+    if K.shape != (n, n) or grad.shape != (n,) or alpha.shape != (n,) or upper.shape != (n,):
+        raise ValueError("K must be (q, q) and y, grad, alpha, upper length q")
+    return _smo_solve(K, y, grad, alpha, upper, float(sum_bound), float(sq_bound), float(ridge), float(tol), int(max_iter))
