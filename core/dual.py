@@ -29,6 +29,7 @@ from core.support_set import SupportSet
 log = logging.getLogger("spark_bsvm")
 
 _TIGHT = 1e-12  # relative slack under which the budget sum counts as active (as in core.smo)
+_MAX_WORKING_SET = 4096  # its kernel matrix is 128 MiB
 
 
 @dataclass
@@ -123,14 +124,17 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     ``support``: the SupportSet to start from (``None``: a = 0);
     ``reset``: make the partitions rebuild their state from it; ``False``
     when they already hold it (a warm start across ridge values).
-    ``max_rounds`` bounds the sub-problem solves; a last round always
-    evaluates the final point (``max_rounds=0`` only evaluates).
+    ``working_set_size``: q of the first round; q grows to twice the number
+    of free variables (at most 4096).  ``max_rounds`` bounds the sub-problem
+    solves; a last round always evaluates the final point (``max_rounds=0``
+    only evaluates).
     """
     support = SupportSet() if support is None else support
     spec = kernel.to_dict()
-    base = {"kernel": spec, "C": problem.C, "ridge": float(ridge), "n_select": max(1, working_set_size // 4)}
+    base = {"kernel": spec, "C": problem.C, "ridge": float(ridge)}
+    size = working_set_size
     empty = {"ws_ids": np.zeros(0, np.int64), "ws_rows": None, "ws_y": None, "ws_alpha_old": None, "ws_alpha": None}
-    request = dict(base, **empty, reset=reset)
+    request = dict(base, **empty, reset=reset, n_select=max(1, size // 4))
     if reset:
         ids, rows, y, alpha = support.arrays(engine.n_features)
         request.update(sv_ids=ids, sv_rows=rows, sv_y=y, sv_alpha=alpha)
@@ -156,7 +160,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
                         "raise maxIter or tol", max_rounds, violation, tol)
             break
         cand = _merge_candidates(answers if carry is None else answers + [carry])
-        ws = _select(cand, working_set_size, carried_ids)
+        ws = _select(cand, size, carried_ids)
         ws_rows = cand["cand_rows"][ws]
         y_ws, alpha_old = cand["cand_y"][ws], cand["cand_alpha"][ws]
         alpha_ws = alpha_old.copy()
@@ -178,7 +182,10 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
                  "cand_grad": grad_ws - ridge * alpha_ws, "cand_upper": cand["cand_upper"][ws],
                  "cand_score": -y_ws * grad_ws}
         support.update(ws_ids[changed], alpha_ws[changed], y_ws[changed], ws_rows[np.flatnonzero(changed)])
-        request = dict(base, reset=False, ws_ids=ws_ids[changed], ws_rows=ws_rows[np.flatnonzero(changed)],
+        # grow the working set while the free variables outnumber half of it (few, long rounds
+        # beat many short ones when the sub-problems must overlap), up to _MAX_WORKING_SET
+        size = max(size, min(_MAX_WORKING_SET, 2 * int(stats["free_count"].sum())))
+        request = dict(base, reset=False, n_select=max(1, size // 4), ws_ids=ws_ids[changed], ws_rows=ws_rows[np.flatnonzero(changed)],
                        ws_y=y_ws[changed], ws_alpha_old=alpha_old[changed], ws_alpha=alpha_ws[changed])
     budget_tight = _is_tight(problem.sum_bound, support.sums()[0])
     return DualSolution(support, _rho(stats, budget_tight), objective, rounds, violation, converged)

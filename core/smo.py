@@ -167,15 +167,16 @@ def smo_solve(K, y, grad, alpha, upper, sum_bound=np.inf, sq_bound=np.inf, ridge
     start (updated in place); upper: box bounds U_i (may be inf);
     sum_bound / sq_bound: what the other variables leave of the budget sums
     (inf when absent); ridge: mu of a term mu/2 ||a||^2 added to the
-    objective (the multiplier of the ball constraint, see ``core.dual``; the
-    caller's ``grad`` must include its gradient mu a).  Stops when no feasible pair violates the optimality
-    conditions by ``tol`` or after ``max_iter`` pair steps.
+    objective (budget-L2's ball multiplier, see ``core.svc``; ``grad``
+    must then include its gradient mu a).  Stops when no feasible pair
+    violates the optimality conditions by ``tol`` or after ``max_iter``
+    pair steps.
     """
     K = np.ascontiguousarray(K, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
     upper = np.ascontiguousarray(upper, dtype=np.float64)
     for name, arr in (("grad", grad), ("alpha", alpha)):
-        if arr.dtype != np.float64 or not arr.flags.c_contiguous:
+        if not isinstance(arr, np.ndarray) or arr.dtype != np.float64 or not arr.flags.c_contiguous:
             raise ValueError(f"{name} must be a C-contiguous float64 array (it is updated in place)")
     n = y.shape[0]
     if K.shape != (n, n) or grad.shape != (n,) or alpha.shape != (n,) or upper.shape != (n,):

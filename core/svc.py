@@ -130,6 +130,10 @@ def _solve_with_ball_multiplier(engine, kernel, budget, C, run, rel_tol=1e-8, ma
     if norm2 > radius2:
         # the last solve stopped within tol of a(hi), possibly a hair outside the ball: scale back
         # (keeps y^T a = 0, a >= 0 and the sum bound); the bias is the converged point's
-        solution.support.scale(np.sqrt(radius2 / norm2))
+        factor = np.sqrt(radius2 / norm2)
+        total = solution.support.sums()[0]
+        solution.support.scale(factor)
+        # f(s a) = s^2 (f(a) + e^T a) - s e^T a
+        solution.objective = factor**2 * (solution.objective + total) - factor * total
     log.info("budget-L2: ball multiplier mu = %.6g after %d solves", hi, solves)
     return solution, hi, solves

@@ -4,7 +4,7 @@ Until the Spark engine lands, the job trains in-process (core.LocalEngine)
 on seeded generated data, holds out a test part, and prints the test error,
 the support size and the training time.
 
-    python jobs/train.py --method budget_l1 --budget 100
+    python jobs/train.py --method budget_l1 --budget 100 --C 10
 """
 
 import argparse
@@ -23,12 +23,14 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--method", choices=["csvc", "budget_l1", "budget_l2"], default="budget_l1",
                    help="training method (default: budget_l1)")
-    p.add_argument("--n-train", type=int, default=8000, help="generated training rows (default: 8000)")
-    p.add_argument("--n-test", type=int, default=4000, help="generated test rows (default: 4000)")
+    p.add_argument("--n-train", type=int, default=6000, help="generated training rows (default: 6000)")
+    p.add_argument("--n-test", type=int, default=3000, help="generated test rows (default: 3000)")
     p.add_argument("--n-features", type=int, default=10, help="generated features (default: 10)")
     p.add_argument("--C", type=float, default=10.0, help="SVM cost C (default: 10)")
     p.add_argument("--gamma", type=float, default=0.2, help="RBF gamma in exp(-gamma ||x-z||^2) (default: 0.2)")
     p.add_argument("--budget", type=int, default=200, help="budget B for the budget SVMs (default: 200)")
+    p.add_argument("--prune", action="store_true",
+                   help="keep only the B largest weights after training (Dekel & Singer, section 5)")
     p.add_argument("--partitions", type=int, default=2, help="partitions of the training set (default: 2)")
     p.add_argument("--seed", type=int, default=0, help="data seed (default: 0)")
     p.add_argument("--save", metavar="PATH", help="write the trained model to PATH (.npz)")
@@ -48,7 +50,7 @@ def main(argv=None):
             # C scaled with B as in Dekel & Singer's experiments (section 5): C / B (L1), C / sqrt(B) (L2)
             scale = args.budget if args.method == "budget_l1" else np.sqrt(args.budget)
             model = fit_budget_svm(engine, budget=args.budget, C=args.C / scale, norm=args.method[-2:],
-                                   kernel=kernel, prune=True)
+                                   kernel=kernel, prune=args.prune)
     seconds = time.perf_counter() - start
     error = np.mean(model.predict(X_test) != y_test)
     print(f"method={args.method} train_rows={args.n_train} test_rows={args.n_test} "

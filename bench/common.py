@@ -1,0 +1,40 @@
+"""Helpers shared by the bench scripts: locating and reading the benchmark files."""
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+DATA_DIR = Path(os.environ.get("BSVM_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+def require(*parts):
+    path = DATA_DIR.joinpath(*parts)
+    if not path.exists():
+        sys.exit(f"benchmark file {path} not found: set BSVM_DATA_DIR to the folder holding the data sets")
+    return path
+
+
+def load_libsvm(*parts, n_features):
+    """A LIBSVM-format file as (CSR matrix, labels), read with scikit-learn's reader."""
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(str(require(*parts)), n_features=n_features)
+    return X.tocsr(), y
+
+
+def load_ripley():
+    train = np.loadtxt(require("ripley", "synth.tr"), skiprows=1)
+    test = np.loadtxt(require("ripley", "synth.te"), skiprows=1)
+    return train[:, :2], train[:, 2], test[:, :2], test[:, 2]
+
+
+def print_table(header, rows):
+    """Print rows of values under a header, right-aligned columns."""
+    cells = [header] + [[f"{v:.4g}" if isinstance(v, float) else str(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    for k, row in enumerate(cells):
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
+        if k == 0:
+            print("  ".join("-" * w for w in widths))

@@ -1,0 +1,51 @@
+"""Shared fixtures: the benchmark files of ../shared/data (skipped when absent)."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+DATA_DIR = Path(os.environ.get("BSVM_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+def data_file(*parts):
+    """Path of a benchmark file, or skip the test when it is not there."""
+    path = DATA_DIR.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"benchmark file {path} not found (set BSVM_DATA_DIR)")
+    return path
+
+
+def load_libsvm(*parts, n_features):
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(str(data_file(*parts)), n_features=n_features)
+    return X.tocsr(), y
+
+
+@pytest.fixture(scope="session")
+def ripley():
+    """Ripley's synthetic set: (X_train, y_train, X_test, y_test), labels 0/1."""
+    train = np.loadtxt(data_file("ripley", "synth.tr"), skiprows=1)
+    test = np.loadtxt(data_file("ripley", "synth.te"), skiprows=1)
+    return train[:, :2], train[:, 2], test[:, :2], test[:, 2]
+
+
+@pytest.fixture(scope="session")
+def ijcnn1_subset():
+    """10,000 random rows of ijcnn1 (seed 0) and 10,000 random rows of ijcnn1.t, dense."""
+    X, y = load_libsvm("ijcnn1", "ijcnn1", n_features=22)
+    Xt, yt = load_libsvm("ijcnn1", "ijcnn1.t", n_features=22)
+    rng = np.random.default_rng(0)
+    tr = np.sort(rng.choice(X.shape[0], 10_000, replace=False))
+    te = np.sort(rng.choice(Xt.shape[0], 10_000, replace=False))
+    return X[tr].toarray(), y[tr], Xt[te].toarray(), yt[te]
+
+
+@pytest.fixture(scope="session")
+def a8a():
+    """a8a train and test, CSR sparse with 123 features."""
+    X, y = load_libsvm("a8a", "a8a", n_features=123)
+    Xt, yt = load_libsvm("a8a", "a8a.t", n_features=123)
+    return X, y, Xt, yt

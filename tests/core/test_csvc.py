@@ -1,0 +1,88 @@
+"""C-SVC through the dual decomposition, checked against LIBSVM (scikit-learn's SVC)."""
+
+import numpy as np
+import pytest
+from sklearn.svm import SVC
+
+from core.engine import LocalEngine
+from core.kernels import KernelSpec, kernel_block
+from core.svc import fit_csvc
+from core.synthetic import make_rings
+from tests.naive import naive_dual_objective
+
+
+def _libsvm(X, y, C, gamma, tol):
+    dense = X.toarray() if hasattr(X, "toarray") else X
+    svc = SVC(C=C, gamma=gamma, tol=tol, cache_size=1000).fit(dense, y)
+    coef = svc.dual_coef_.ravel()
+    K = kernel_block(svc.support_vectors_, svc.support_vectors_, KernelSpec("rbf", gamma=gamma))
+    return svc, 0.5 * coef @ K @ coef - np.abs(coef).sum()
+
+
+def _compare(X, y, Xt, yt, C, gamma, partitions=2, tol=1e-3):
+    model = fit_csvc(LocalEngine(X, y, n_partitions=partitions), C=C, kernel=KernelSpec("rbf", gamma=gamma), tol=tol)
+    svc, objective = _libsvm(X, y, C, gamma, tol)
+    dense_t = Xt.toarray() if hasattr(Xt, "toarray") else Xt
+    ours_acc = np.mean(model.predict(Xt) == yt)
+    ref_acc = np.mean(svc.predict(dense_t) == yt)
+    assert model.metadata["objective"] == pytest.approx(objective, rel=1e-3)
+    assert abs(ours_acc - ref_acc) <= 0.002
+    assert abs(model.n_support - svc.support_.size) <= 0.02 * svc.support_.size
+    return model, svc
+
+
+def test_matches_libsvm_on_generated_data():
+    X, y = make_rings(1500, 6, seed=3)
+    Xt, yt = make_rings(1000, 6, seed=4)
+    model, svc = _compare(X, y, Xt, yt, C=10.0, gamma=0.3, partitions=3)
+    # same support set, same decision function up to the solvers' tolerance
+    assert set(model.support_ids.tolist()) ^ set(svc.support_.tolist()) == set() or \
+        len(set(model.support_ids.tolist()) ^ set(svc.support_.tolist())) <= 0.02 * svc.support_.size
+    np.testing.assert_allclose(model.decision_function(Xt), svc.decision_function(Xt), atol=5e-3)
+
+
+def test_partitioning_does_not_change_the_model():
+    X, y = make_rings(600, 5, seed=5)
+    kernel = KernelSpec("rbf", gamma=0.5)
+    one = fit_csvc(LocalEngine(X, y, n_partitions=1), C=3.0, kernel=kernel, tol=1e-6, working_set_size=64)
+    three = fit_csvc(LocalEngine(X, y, n_partitions=3), C=3.0, kernel=kernel, tol=1e-6, working_set_size=64)
+    assert one.metadata["objective"] == pytest.approx(three.metadata["objective"], rel=1e-7)
+    np.testing.assert_allclose(one.decision_function(X), three.decision_function(X), atol=1e-4)
+
+
+def test_objective_in_metadata_is_the_dual_objective():
+    X, y = make_rings(300, 4, seed=6)
+    kernel = KernelSpec("rbf", gamma=0.5)
+    model = fit_csvc(LocalEngine(X, y, n_partitions=2), C=2.0, kernel=kernel, tol=1e-6, working_set_size=32)
+    alpha = np.zeros(len(y))
+    alpha[model.support_ids] = np.abs(model.coef)
+    K = kernel_block(X, X, kernel)
+    assert model.metadata["objective"] == pytest.approx(naive_dual_objective(K, y, alpha), rel=1e-9)
+    assert abs(y @ alpha) < 1e-9 and alpha.max() <= 2.0 and model.metadata["converged"]
+
+
+def test_instance_weights_scale_the_box():
+    X, y = make_rings(400, 4, seed=7)
+    w = np.where(y > 0, 2.0, 0.5)
+    kernel = KernelSpec("rbf", gamma=0.5)
+    model = fit_csvc(LocalEngine(X, y, weights=w), C=1.0, kernel=kernel, tol=1e-5)
+    svc = SVC(C=1.0, gamma=0.5, tol=1e-5).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(model.decision_function(X), svc.decision_function(X), atol=1e-3)
+
+
+@pytest.mark.data
+def test_ripley_matches_libsvm(ripley):
+    X, y, Xt, yt = ripley
+    _compare(X, y, Xt, yt, C=10.0, gamma=2.0)
+
+
+@pytest.mark.data
+def test_ijcnn1_subset_matches_libsvm(ijcnn1_subset):
+    X, y, Xt, yt = ijcnn1_subset
+    _compare(X, y, Xt, yt, C=10.0, gamma=1.0)
+
+
+@pytest.mark.data
+def test_a8a_matches_libsvm(a8a):
+    X, y, Xt, yt = a8a
+    _compare(X, y, Xt, yt, C=1.0, gamma=0.05)

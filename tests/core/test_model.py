@@ -1,0 +1,72 @@
+"""The kernel-expansion model: decision function, labels, pruning, save/load."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from core.kernels import KernelSpec
+from core.model import KernelExpansion
+from tests.naive import naive_kernel
+
+
+def _model(sparse=False, classes=("no", "yes"), kernel=KernelSpec("rbf", gamma=0.4), n_sv=7, p=5, seed=0):
+    rng = np.random.default_rng(seed)
+    sv = rng.standard_normal((n_sv, p))
+    if sparse:
+        sv[rng.random(sv.shape) < 0.6] = 0.0
+        sv = sp.csr_matrix(sv)
+    return KernelExpansion(sv, rng.standard_normal(n_sv), 0.3, kernel, list(classes), p,
+                           {"method": "test", "params": {"C": 1.0}}, np.arange(n_sv) * 3)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("kernel", [KernelSpec("rbf", gamma=0.4), KernelSpec("linear"),
+                                    KernelSpec("poly", gamma=0.5, degree=3, coef0=1.0)])
+def test_decision_function_matches_naive(sparse, kernel):
+    model = _model(sparse, kernel=kernel)
+    X = np.random.default_rng(1).standard_normal((5000, 5))  # more than one batch
+    sv = model.support_vectors.toarray() if sparse else model.support_vectors
+    expected = naive_kernel(X[:50], sv, kernel) @ model.coef + 0.3
+    np.testing.assert_allclose(model.decision_function(X)[:50], expected, atol=1e-12)
+    assert model.decision_function(sp.csr_matrix(X[:50])) == pytest.approx(expected, abs=1e-12)
+
+
+def test_predict_returns_original_labels():
+    model = _model(classes=["no", "yes"])
+    X = np.random.default_rng(2).standard_normal((40, 5))
+    f = model.decision_function(X)
+    assert model.predict(X).tolist() == np.where(f > 0, "yes", "no").tolist()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("classes", [["no", "yes"], [0.0, 1.0], [-1, 3]])
+def test_save_load_round_trip(tmp_path, sparse, classes):
+    model = _model(sparse, classes=classes)
+    path = tmp_path / "m.npz"
+    model.save(path)
+    back = KernelExpansion.load(path)
+    X = np.random.default_rng(3).standard_normal((100, 5))
+    assert np.array_equal(back.decision_function(X), model.decision_function(X))
+    assert back.predict(X).tolist() == model.predict(X).tolist()
+    assert back.classes == list(classes) and back.kernel == model.kernel
+    assert back.metadata == model.metadata and np.array_equal(back.support_ids, model.support_ids)
+    assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
+
+
+def test_pruned_keeps_the_largest_coefficients():
+    model = _model(n_sv=10)
+    pruned = model.pruned(4)
+    keep = np.sort(np.argsort(-np.abs(model.coef))[:4])
+    np.testing.assert_array_equal(pruned.coef, model.coef[keep])
+    np.testing.assert_array_equal(pruned.support_ids, model.support_ids[keep])
+    assert pruned.bias == model.bias and pruned.metadata["pruned_to"] == 4
+    assert model.pruned(50) is model
+
+
+def test_rejects_inconsistent_parts():
+    with pytest.raises(ValueError, match="support vectors but"):
+        KernelExpansion(np.zeros((3, 2)), np.zeros(2), 0.0, KernelSpec(), [0, 1], 2)
+    with pytest.raises(ValueError, match="two class values"):
+        KernelExpansion(np.zeros((2, 2)), np.zeros(2), 0.0, KernelSpec(), [0, 1, 2], 2)
+    with pytest.raises(ValueError):
+        _model().decision_function(np.zeros((3, 4)))  # wrong number of features
