@@ -30,6 +30,7 @@ log = logging.getLogger("spark_bsvm")
 
 _TIGHT = 1e-12  # relative slack under which the budget sum counts as active (as in core.smo)
 _MAX_WORKING_SET = 4096  # its kernel matrix is 128 MiB
+_NO_UPDATE = {"ws_ids": np.zeros(0, np.int64), "ws_rows": None, "ws_y": None, "ws_alpha_old": None, "ws_alpha": None}
 
 
 @dataclass
@@ -133,17 +134,15 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     spec = kernel.to_dict()
     base = {"kernel": spec, "C": problem.C, "ridge": float(ridge)}
     size = working_set_size
-    empty = {"ws_ids": np.zeros(0, np.int64), "ws_rows": None, "ws_y": None, "ws_alpha_old": None, "ws_alpha": None}
-    request = dict(base, **empty, reset=reset, n_select=max(1, size // 4))
+    request = dict(base, **_NO_UPDATE, reset=reset, n_select=max(1, size // 4))
     if reset:
-        ids, rows, y, alpha = support.arrays(engine.n_features)
-        request.update(sv_ids=ids, sv_rows=rows, sv_y=y, sv_alpha=alpha)
+        request = _rebuild_request(request, support, engine)
     inner_tol = 0.1 * tol if inner_tol is None else inner_tol
     start = time.perf_counter()
     violation, converged = np.inf, False
     carry, carried_ids = None, np.zeros(0, np.int64)
     for rounds in range(1, max_rounds + 2):
-        answers = engine.run("dual_round", request)
+        answers = engine.run("dual_round", request, rebuild=lambda: _rebuild_request(request, support, engine))
         stats = {k: _reduce(answers, k) for k in ("up_max", "low_min", "free_count", "free_sum", "upper_max", "zero_min")}
         sum_alpha, sum_sq = support.sums()
         budget_tight = _is_tight(problem.sum_bound, sum_alpha)
@@ -189,6 +188,13 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
                        ws_y=y_ws[changed], ws_alpha_old=alpha_old[changed], ws_alpha=alpha_ws[changed])
     budget_tight = _is_tight(problem.sum_bound, support.sums()[0])
     return DualSolution(support, _rho(stats, budget_tight), objective, rounds, violation, converged)
+
+
+def _rebuild_request(request, support, engine):
+    """The request that rebuilds a lost partition from the driver's support set (which already
+    holds the working-set changes ``request`` carries)."""
+    ids, rows, y, alpha = support.arrays(engine.n_features)
+    return dict(request, **_NO_UPDATE, reset=True, sv_ids=ids, sv_rows=rows, sv_y=y, sv_alpha=alpha)
 
 
 def _is_tight(bound, total):

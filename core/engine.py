@@ -62,8 +62,13 @@ class Engine(ABC):
     n_partitions: int
 
     @abstractmethod
-    def run(self, function_name, request):
-        """Call ``function_name`` on every partition; return the answers in partition order."""
+    def run(self, function_name, request, rebuild=None):
+        """Call ``function_name`` on every partition; return the answers in partition order.
+
+        ``rebuild``: a callable returning the request to use instead on a
+        partition that lost its state (a retried task): it must rebuild the
+        state from the driver's current model and give the same answer.
+        """
 
     def close(self):
         """Release what the engine holds (sockets, tasks); a no-op locally."""
@@ -105,7 +110,7 @@ class LocalEngine(Engine):
         self.n_examples = n
         self.n_partitions = n_partitions
 
-    def run(self, function_name, request):
+    def run(self, function_name, request, rebuild=None):
         from core.partition import PARTITION_FUNCTIONS
 
         fn = PARTITION_FUNCTIONS[function_name]
