@@ -6,6 +6,7 @@ Every method (C-SVC, the budget SVMs, SpSVM, the slant sparsifier, EBSVM,
 L0-SVM) produces one.  ``coef_j`` is signed (a_j y_j for dual methods).
 """
 
+import io
 import json
 import os
 import tempfile
@@ -86,8 +87,8 @@ class KernelExpansion:
 
     # ---- persistence: one .npz file, no pickle -------------------------------------------
 
-    def save(self, path):
-        """Write the model to ``path`` (a .npz file) atomically: a crash leaves the old file intact."""
+    def to_bytes(self):
+        """The model as bytes (an .npz archive: JSON header and arrays, no pickle)."""
         header = {"format_version": FORMAT_VERSION, "bias": self.bias, "kernel": self.kernel.to_dict(),
                   "classes": _plain(self.classes), "n_features": self.n_features,
                   "metadata": self.metadata, "sparse": is_sparse(self.support_vectors)}
@@ -99,23 +100,17 @@ class KernelExpansion:
             arrays.update(sv_data=sv.data, sv_indices=sv.indices, sv_indptr=sv.indptr)
         else:
             arrays["sv_dense"] = sv
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        return buf.getvalue()
 
     @classmethod
-    def load(cls, path):
-        """Read a model written by ``save``."""
-        with np.load(path, allow_pickle=False) as z:
+    def from_bytes(cls, payload):
+        """The model serialised by ``to_bytes``."""
+        with np.load(io.BytesIO(payload), allow_pickle=False) as z:
             header = json.loads(str(z["header"]))
             if header.get("format_version") != FORMAT_VERSION:
-                raise ValueError(f"{path}: unsupported model format version {header.get('format_version')}")
+                raise ValueError(f"unsupported model format version {header.get('format_version')}")
             n_features = header["n_features"]
             if header["sparse"]:
                 sv = sp.csr_matrix((z["sv_data"], z["sv_indices"], z["sv_indptr"]),
@@ -125,6 +120,25 @@ class KernelExpansion:
             ids = z["support_ids"] if "support_ids" in z.files else None
             return cls(sv, z["coef"], header["bias"], KernelSpec.from_dict(header["kernel"]),
                        header["classes"], n_features, header["metadata"], ids)
+
+
+    def save(self, path):
+        """Write the model to ``path`` (a .npz file) atomically: a crash leaves the old file intact."""
+        payload = self.to_bytes()
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(payload)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by ``save``."""
+        with open(path, "rb") as f:
+            return cls.from_bytes(f.read())
 
 
 def _plain(values):

@@ -1,0 +1,101 @@
+"""BSVMModel: the one Spark ML model every spark-bsvm estimator returns."""
+
+import numpy as np
+import pandas as pd
+from pyspark.ml import Model
+from pyspark.ml.functions import array_to_vector, vector_to_array
+from pyspark.ml.util import DefaultParamsReader, DefaultParamsWriter, MLReadable, MLReader, MLWritable, MLWriter
+from pyspark.sql import functions as F
+
+from core.model import KernelExpansion
+from spark_bsvm.params import _BSVMParams
+
+
+class BSVMModel(Model, _BSVMParams, MLReadable, MLWritable):
+    """A trained kernel expansion f(x) = sum_j coef_j K(s_j, x) + b.
+
+    ``transform`` adds ``rawPredictionCol`` = [-f(x), f(x)] and
+    ``predictionCol`` = the original label value of sign(f(x) - threshold),
+    computed in Arrow batches on the executors.  ``expansion`` is the
+    ``core.model.KernelExpansion`` (support vectors, coefficients, bias,
+    kernel, label values, training metadata).
+    """
+
+    def __init__(self, expansion=None):
+        super().__init__()
+        self.expansion = expansion
+
+    @property
+    def numSupportVectors(self):
+        return self.expansion.n_support
+
+    @property
+    def classes(self):
+        """The two label values, negative class first."""
+        return list(self.expansion.classes)
+
+    @property
+    def trainingSummary(self):
+        """Training metadata: method, parameters, rounds, objective, ..."""
+        return dict(self.expansion.metadata)
+
+    def _transform(self, dataset):
+        expansion = self.expansion  # closures capture locals, never self
+        n_features = expansion.n_features
+
+        @F.pandas_udf("double")
+        def decision(arrays: pd.Series) -> pd.Series:
+            X = np.stack(arrays.to_numpy()) if len(arrays) else np.zeros((0, n_features))
+            return pd.Series(expansion.decision_function(X))
+
+        f_col = "__bsvm_decision"
+        out = dataset.withColumn(f_col, decision(vector_to_array(F.col(self.getFeaturesCol()))))
+        if self.getRawPredictionCol():
+            out = out.withColumn(self.getRawPredictionCol(),
+                                 array_to_vector(F.array(-F.col(f_col), F.col(f_col))))
+        if self.getPredictionCol():
+            negative, positive = (F.lit(v) for v in self.classes)
+            out = out.withColumn(self.getPredictionCol(),
+                                 F.when(F.col(f_col) > self.getThreshold(), positive).otherwise(negative))
+        return out.drop(f_col)
+
+    def predict(self, features):
+        """The prediction for one feature vector (a pyspark.ml Vector or array)."""
+        values = features.toArray() if hasattr(features, "toArray") else np.asarray(features, np.float64)
+        f = self.expansion.decision_function(values.reshape(1, -1))[0]
+        return self.classes[1] if f > self.getThreshold() else self.classes[0]
+
+    def write(self):
+        return _BSVMModelWriter(self)
+
+    @classmethod
+    def read(cls):
+        return _BSVMModelReader(cls)
+
+
+class _BSVMModelWriter(MLWriter):
+    """Params as MLlib metadata (JSON) and the expansion as one binary Parquet row beside it."""
+
+    def __init__(self, instance):
+        super().__init__()
+        self.instance = instance
+
+    def saveImpl(self, path):
+        DefaultParamsWriter.saveMetadata(self.instance, path, self.sc)
+        spark = self.sparkSession
+        payload = bytearray(self.instance.expansion.to_bytes())
+        spark.createDataFrame([(payload,)], "model binary").write.parquet(f"{path}/data")
+
+
+class _BSVMModelReader(MLReader):
+    def __init__(self, cls):
+        super().__init__()
+        self.cls = cls
+
+    def load(self, path):
+        metadata = DefaultParamsReader.loadMetadata(path, self.sc)
+        payload = self.sparkSession.read.parquet(f"{path}/data").first()["model"]
+        model = self.cls(KernelExpansion.from_bytes(bytes(payload)))
+        DefaultParamsReader.getAndSetParams(model, metadata)
+        model._resetUid(metadata["uid"])
+        return model
