@@ -117,8 +117,9 @@ def _make_task(host, port, secret, n_features, classes, has_weight, fault_inject
         from core.partition import PARTITION_FUNCTIONS
 
         pid = BarrierTaskContext.get().partitionId()
-        table = pa.Table.from_batches(list(batches))
-        if table.num_rows == 0:
+        batches = list(batches)
+        table = pa.Table.from_batches(batches) if batches else None
+        if table is None or table.num_rows == 0:
             raise ValueError(f"partition {pid} of the training data is empty: use fewer partitions")
         features = table.column("features").combine_chunks()
         rows = _rows_from_arrow(features, n_features)
@@ -182,7 +183,9 @@ class SparkEngine(Engine):
         port = self._listener.getsockname()[1]
         task = _make_task(host, port, self._secret, self.n_features, self.classes, bool(weight_col),
                           fault_injection)
-        stage = prepared.repartition(self.n_partitions).mapInArrow(task, "served long", barrier=True)
+        if prepared.rdd.getNumPartitions() != self.n_partitions:
+            prepared = prepared.repartition(self.n_partitions)  # deterministic on retry (sorted round robin)
+        stage = prepared.mapInArrow(task, "served long", barrier=True)
         self._job_group = f"spark-bsvm-{self._secret[:12]}"
         self._job_error = None
         self._spark = spark
@@ -190,7 +193,9 @@ class SparkEngine(Engine):
         def run_stage():
             spark.sparkContext.setJobGroup(self._job_group, "spark-bsvm fit", interruptOnCancel=True)
             try:
-                stage.collect()
+                # the shuffle after the barrier stage makes it a map stage: Spark retries failed barrier map
+                # stages as a whole, but aborts the job when a barrier result stage fails
+                stage.repartition(1).collect()
             except Exception as exc:  # reported to the driver loop
                 self._job_error = exc
 
@@ -211,36 +216,43 @@ class SparkEngine(Engine):
         if not self._thread.is_alive():
             raise RuntimeError("the training stage ended before the fit did")
 
-    def _accept_all(self):
-        """Wait until every partition's task has connected and authenticated."""
+    def _accept_one(self):
+        """An authenticated (partition id, socket) from the listener, or None (timeout or refused)."""
+        try:
+            conn, _ = self._listener.accept()
+        except socket.timeout:
+            return None
+        conn.settimeout(10.0)
+        try:
+            pid = wire.recv_hello(conn, self._secret)
+        except (PermissionError, ConnectionError, OSError) as exc:
+            log.warning("refused a connection to the spark-bsvm coordinator: %s", exc)
+            conn.close()
+            return None
+        conn.settimeout(None)
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return pid, conn
+
+    def _accept_all(self, first=None):
+        """Drop the current tasks' sockets and wait until every partition's task has connected."""
         for conn in self._conns.values():
             conn.close()
-        self._conns = {}
+        self._conns = dict([first]) if first else {}
         deadline = time.monotonic() + _ACCEPT_TIMEOUT
         while len(self._conns) < self.n_partitions:
             self._check_stage()
             if time.monotonic() > deadline:
                 raise TimeoutError(f"only {len(self._conns)} of {self.n_partitions} tasks connected in "
                                    f"{_ACCEPT_TIMEOUT:.0f}s; check that executors can reach the driver")
-            try:
-                conn, _ = self._listener.accept()
-            except socket.timeout:
-                continue
-            conn.settimeout(30.0)
-            try:
-                pid = wire.recv_hello(conn, self._secret)
-            except (PermissionError, ConnectionError, OSError) as exc:
-                log.warning("refused a connection to the spark-bsvm coordinator: %s", exc)
-                conn.close()
-                continue
-            conn.settimeout(None)
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if pid in self._conns:
-                self._conns[pid].close()
-            self._conns[pid] = conn
+            accepted = self._accept_one()
+            if accepted:
+                pid, conn = accepted
+                if pid in self._conns:
+                    self._conns[pid].close()
+                self._conns[pid] = conn
 
     def _gather(self):
-        """Answers of all partitions; _Restart if a task is lost or a new attempt connects."""
+        """Answers of all partitions; _Restart if a task is lost or a retried task connects."""
         answers = {}
         pending = dict(self._conns)
         while pending:
@@ -249,7 +261,9 @@ class SparkEngine(Engine):
                 self._check_stage()
                 continue
             if self._listener in readable:
-                raise _Restart()
+                accepted = self._accept_one()  # strangers are refused here and the round goes on
+                if accepted:
+                    raise _Restart(accepted)
             for pid, conn in list(pending.items()):
                 if conn in readable:
                     try:
@@ -268,11 +282,11 @@ class SparkEngine(Engine):
                 for conn in self._conns.values():
                     wire.send(conn, message)
                 return self._gather()
-            except (_Restart, ConnectionError, OSError):
+            except (_Restart, ConnectionError, OSError) as exc:
                 if rebuild is None:
                     raise RuntimeError("a training task was lost and this round cannot rebuild its state")
                 log.warning("a training task was lost; waiting for the retried stage to reconnect")
-                self._accept_all()
+                self._accept_all(exc.args[0] if isinstance(exc, _Restart) and exc.args else None)
                 message = dict(rebuild(), function=function_name)
         raise RuntimeError("training tasks were lost four times in one round; giving up")
 
