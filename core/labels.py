@@ -15,9 +15,16 @@ def encode_labels(labels):
         raise ValueError(f"labels must be a 1-D array, got shape {labels.shape}")
     if labels.size == 0:
         raise ValueError("the training data is empty: there are no labels")
-    if labels.dtype.kind == "f" and not np.all(np.isfinite(labels)):
+    classes = two_classes(np.unique(labels))
+    y = np.where(labels == classes[1], 1.0, -1.0)
+    return y, classes
+
+
+def two_classes(distinct):
+    """The two distinct label values, sorted; a ValueError naming what was found otherwise."""
+    classes = np.sort(np.asarray(distinct))
+    if classes.dtype.kind == "f" and not np.all(np.isfinite(classes)):
         raise ValueError("labels contain NaN or infinite values; drop or fix those rows")
-    classes = np.unique(labels)
     if classes.size != 2:
         shown = ", ".join(repr(v) for v in classes[:10].tolist())
         more = "" if classes.size <= 10 else f" ... ({classes.size} in all)"
@@ -25,8 +32,7 @@ def encode_labels(labels):
             f"binary classification needs exactly two label values, found {classes.size}: "
             f"[{shown}{more}]; for more classes wrap the estimator in OneVsRest"
         )
-    y = np.where(labels == classes[1], 1.0, -1.0)
-    return y, classes.tolist()
+    return classes.tolist()
 
 
 def decode_labels(y_sign, classes):

@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 from core.engine import Engine
+from core.labels import two_classes
 from spark_bsvm import wire
 
 log = logging.getLogger("spark_bsvm")
@@ -78,6 +79,26 @@ def check_barrier_possible(spark, num_partitions):
             f"numPartitions={num_partitions} exceeds the {slots} task slots of this application; a barrier "
             f"stage needs all its tasks running at once and would wait forever: use at most {slots} "
             "partitions or add executors/cores")
+
+
+def _check_training_data(prepared, features_col, label_col):
+    """(the two label values, the row count) of the training data, or a ValueError naming the problem."""
+    from pyspark.sql import functions as F
+
+    groups = prepared.groupBy("label").agg(
+        F.count(F.lit(1)).alias("rows"), F.sum(F.col("features").isNull().cast("long")).alias("null_features")
+    ).collect()
+    n_rows = sum(g["rows"] for g in groups)
+    if n_rows == 0:
+        raise ValueError("the training data is empty: the DataFrame has no rows")
+    null_labels = sum(g["rows"] for g in groups if g["label"] is None)
+    if null_labels:
+        raise ValueError(f"label column '{label_col}' has {null_labels} null value(s); drop or fill those rows")
+    null_features = sum(g["null_features"] for g in groups)
+    if null_features:
+        raise ValueError(f"features column '{features_col}' has {null_features} null value(s); "
+                         "drop or impute those rows")
+    return two_classes([g["label"] for g in groups]), int(n_rows)
 
 
 def _rows_from_arrow(column, n_features):
@@ -172,9 +193,7 @@ class SparkEngine(Engine):
         if weight_col:
             columns.append(F.col(weight_col).cast("double").alias("weight"))
         prepared = df.select(*columns)
-        counts = {row["label"]: row["count"] for row in prepared.groupBy("label").count().collect()}
-        self.classes = sorted(counts)
-        self.n_examples = int(sum(counts.values()))
+        self.classes, self.n_examples = _check_training_data(prepared, features_col, label_col)
         self.n_features = int(prepared.select("features").first()["features"].size)
         self._secret = secrets.token_hex(32)
         host = spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")

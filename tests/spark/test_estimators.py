@@ -1,0 +1,104 @@
+"""The pyspark.ml face: fit, transform, persistence, Pipelines and input validation."""
+
+import numpy as np
+import pytest
+from chispa import assert_df_equality
+from pyspark.ml import Pipeline, PipelineModel
+from pyspark.ml.evaluation import BinaryClassificationEvaluator
+from pyspark.ml.linalg import Vectors
+
+from core.engine import LocalEngine
+from core.kernels import KernelSpec
+from core.svc import fit_budget_svm
+from core.synthetic import make_rings
+from spark_bsvm import BSVMModel, BudgetSVM, CSVC
+from tests.spark.conftest import to_df
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def train(spark):
+    X, y = make_rings(500, 4, seed=21)
+    labels = np.where(y > 0, 1.0, 0.0)  # MLlib's 0/1 labels
+    return X, labels, to_df(spark, X, labels)
+
+
+@pytest.fixture(scope="module")
+def budget_model(train):
+    return BudgetSVM(budget=40, C=1.0, gamma=0.5, numPartitions=2).fit(train[2])
+
+
+def test_budget_svm_estimator_matches_the_core_fit(train, budget_model):
+    X, labels, _ = train
+    local = fit_budget_svm(LocalEngine(X, labels, n_partitions=2), budget=40, C=1.0, kernel=KernelSpec(gamma=0.5))
+    np.testing.assert_allclose(budget_model.expansion.coef, local.coef, atol=1e-9)
+    assert budget_model.classes == [0.0, 1.0] and budget_model.numSupportVectors == local.n_support
+
+
+def test_transform_adds_raw_prediction_and_label_valued_prediction(train, budget_model):
+    X, labels, df = train
+    rows = budget_model.transform(df).select("rawPrediction", "prediction").collect()
+    f = budget_model.expansion.decision_function(X)
+    np.testing.assert_allclose([r.rawPrediction[1] for r in rows], f, atol=1e-12)
+    np.testing.assert_allclose([r.rawPrediction[0] for r in rows], -f, atol=1e-12)
+    assert [r.prediction for r in rows] == np.where(f > 0, 1.0, 0.0).tolist()
+    auc = BinaryClassificationEvaluator().evaluate(budget_model.transform(df))
+    assert auc > 0.8
+
+
+def test_model_save_load_round_trip(train, budget_model, tmp_path):
+    path = str(tmp_path / "model")
+    budget_model.write().overwrite().save(path)
+    loaded = BSVMModel.load(path)
+    assert loaded.uid == budget_model.uid and loaded.getOrDefault("threshold") == budget_model.getThreshold()
+    df = train[2]
+    assert_df_equality(loaded.transform(df), budget_model.transform(df))
+
+
+def test_inside_a_saved_pipeline(train, tmp_path):
+    df = train[2]
+    pipeline = Pipeline(stages=[CSVC(C=2.0, gamma=0.5, featuresCol="features", numPartitions=2)])
+    fitted = pipeline.fit(df)
+    path = str(tmp_path / "pipeline")
+    fitted.write().overwrite().save(path)
+    assert_df_equality(PipelineModel.load(path).transform(df), fitted.transform(df))
+
+
+def test_params_are_documented_and_copied():
+    estimator = BudgetSVM(budget=7, norm="l2")
+    text = estimator.explainParams()
+    assert "B: the loss counts only the B worst-classified examples" in text
+    copy = estimator.copy({estimator.C: 5.0})
+    assert copy.getC() == 5.0 and estimator.getC() == 1.0 and copy.getOrDefault("budget") == 7
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([(Vectors.dense([0.0]), 0.0), (Vectors.dense([1.0]), 1.0), (Vectors.dense([2.0]), 2.0)],
+     r"exactly two label values, found 3: \[0.0, 1.0, 2.0\]"),
+    ([(Vectors.dense([0.0]), 1.0), (Vectors.dense([1.0]), 1.0)], r"found 1: \[1.0\]"),
+    ([(Vectors.dense([0.0]), 0.0), (None, 1.0)], "features column 'features' has 1 null value"),
+    ([(Vectors.dense([0.0]), 0.0), (Vectors.dense([1.0]), None)], "label column 'label' has 1 null value"),
+])
+def test_bad_training_data_is_named(spark, rows, message):
+    df = spark.createDataFrame(rows, ["features", "label"])
+    with pytest.raises(ValueError, match=message):
+        CSVC(numPartitions=1).fit(df)
+
+
+def test_empty_training_data_is_refused(spark, train):
+    with pytest.raises(ValueError, match="the training data is empty"):
+        CSVC(numPartitions=1).fit(train[2].limit(0))
+
+
+@pytest.mark.parametrize("estimator, message", [
+    (CSVC(C=-1.0), "C must be a positive finite number, got -1.0"),
+    (CSVC(gamma=0.0), "gamma must be a finite number > 0, got 0.0"),
+    (CSVC(kernel="sigmoid"), "unknown kernel 'sigmoid'"),
+    (BudgetSVM(budget=0), "budget must be a positive finite number, got 0"),
+    (BudgetSVM(norm="l2", weightCol="w"), "weightCol is not supported by the budget-L2 SVM"),
+    (CSVC(numPartitions=5), "numPartitions=5 exceeds the 2 task slots"),
+])
+def test_bad_params_are_named(train, estimator, message):
+    with pytest.raises(ValueError, match=message):
+        estimator.fit(train[2])
