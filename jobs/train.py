@@ -1,8 +1,8 @@
 """Train a budgeted kernel SVM: the project's main job.
 
-Until the Spark engine lands, the job trains in-process (core.LocalEngine)
-on seeded generated data, holds out a test part, and prints the test error,
-the support size and the training time.
+Generates seeded data, trains on local Spark (the active session, or a
+``local[*]`` one) or in-process (``--engine local``), holds out a test
+part, and prints the test error, the support size and the training time.
 
     python jobs/train.py --method budget_l1 --budget 100 --C 10
 """
@@ -31,10 +31,25 @@ def parse_args(argv):
     p.add_argument("--budget", type=int, default=200, help="budget B for the budget SVMs (default: 200)")
     p.add_argument("--prune", action="store_true",
                    help="keep only the B largest weights after training (Dekel & Singer, section 5)")
+    p.add_argument("--engine", choices=["spark", "local"], default="spark",
+                   help="spark: one barrier stage on the active/local Spark session; local: in-process")
     p.add_argument("--partitions", type=int, default=2, help="partitions of the training set (default: 2)")
     p.add_argument("--seed", type=int, default=0, help="data seed (default: 0)")
     p.add_argument("--save", metavar="PATH", help="write the trained model to PATH (.npz)")
     return p.parse_args(argv)
+
+
+def _engine(args, X, y):
+    if args.engine == "local":
+        return LocalEngine(X, y, n_partitions=args.partitions)
+    from pyspark.ml.linalg import Vectors
+
+    from spark_bsvm.engine import SparkEngine, default_spark_session
+
+    spark = default_spark_session()
+    rows = [(Vectors.dense(x), float(label)) for x, label in zip(X, y)]
+    df = spark.sparkContext.parallelize(rows, args.partitions).toDF(["features", "label"])
+    return SparkEngine(df, num_partitions=args.partitions)
 
 
 def main(argv=None):
@@ -43,7 +58,7 @@ def main(argv=None):
     X_train, y_train, X_test, y_test = X[:args.n_train], y[:args.n_train], X[args.n_train:], y[args.n_train:]
     kernel = KernelSpec("rbf", gamma=args.gamma)
     start = time.perf_counter()
-    with LocalEngine(X_train, y_train, n_partitions=args.partitions) as engine:
+    with _engine(args, X_train, y_train) as engine:
         if args.method == "csvc":
             model = fit_csvc(engine, C=args.C, kernel=kernel)
         else:

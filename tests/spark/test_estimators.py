@@ -12,7 +12,7 @@ from core.kernels import KernelSpec
 from core.svc import fit_budget_svm
 from core.synthetic import make_rings
 from spark_bsvm import BSVMModel, BudgetSVM, CSVC
-from tests.spark.conftest import to_df
+from tests.conftest import to_df
 
 pytestmark = pytest.mark.spark
 

@@ -11,7 +11,7 @@ from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm import wire
 from spark_bsvm.engine import SparkEngine, check_barrier_possible
-from tests.spark.conftest import to_df
+from tests.conftest import to_df
 
 pytestmark = pytest.mark.spark
 KERNEL = KernelSpec("rbf", gamma=0.5)

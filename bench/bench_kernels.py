@@ -1,0 +1,80 @@
+"""Kernel evaluations per second of kernel_block, against this machine's GEMM rate.
+
+A 522,910 x 54 dense float64 block (random, seeded; covtype's shape) against
+100 rows, for rbf, linear and poly, and a 50,000 x 300 CSR block at 4%
+density against 100 rows.  A dense evaluation needs the 2p flops of one dot
+product, so a GEMM running at R flop/s implies R / (2p) evaluations per
+second; the table gives the share of that rate kernel_block achieves.  All
+in one process: the kernels are timed in turn in each of 5 rounds, between 5
+timings of a square 2000 x 2000 GEMM before and 5 after; medians are reported.
+The pause after the GEMMs lets OpenBLAS's threads, which spin for ~0.1 s after
+a call, go to sleep: they would otherwise slow down the next kernel_block.
+
+    python bench/bench_kernels.py
+"""
+
+import time
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from bench.common import print_table
+from core.kernels import KernelSpec, kernel_block
+from core.rows import as_rows, squared_norms
+
+ROUNDS = 5
+GEMM_N = 2000
+
+
+def seconds(f):
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
+
+
+def main():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((522_910, 54))
+    S = as_rows(sp.random(50_000, 300, density=0.04, format="csr", random_state=1))
+    Z = rng.standard_normal((100, 54))
+    Zs = rng.random((100, 300))
+    A, B = rng.standard_normal((GEMM_N, GEMM_N)), rng.standard_normal((GEMM_N, GEMM_N))
+    cases = [  # label, X, Z, spec, flops per evaluation
+        ("dense 522910x54", X, Z, KernelSpec("rbf", gamma=1 / 54), 2 * 54),
+        ("dense 522910x54", X, Z, KernelSpec("linear"), 2 * 54),
+        ("dense 522910x54", X, Z, KernelSpec("poly", gamma=1 / 54, degree=3, coef0=1.0), 2 * 54),
+        ("CSR 50000x300 4%", S, Zs, KernelSpec("rbf", gamma=0.1), 2 * S.nnz / S.shape[0]),
+    ]
+    norms = {id(M): squared_norms(M) for M in (X, Z, S, Zs)}  # precomputed, as the partitions keep them
+
+    def run(case):
+        _, Xc, Zc, spec, _ = case
+        return kernel_block(Xc, Zc, spec, x_sq_norms=norms[id(Xc)], z_sq_norms=norms[id(Zc)])
+
+    for case in cases:
+        run(case)  # compile or load the numba cache
+    A @ B
+    gemm, times = [seconds(lambda: A @ B) for _ in range(ROUNDS)], [[] for _ in cases]
+    time.sleep(0.5)
+    for _ in range(ROUNDS):
+        for k, case in enumerate(cases):
+            times[k].append(seconds(lambda: run(case)))
+    gemm += [seconds(lambda: A @ B) for _ in range(ROUNDS)]
+
+    gemm_rate = 2 * GEMM_N**3 / np.median(gemm)
+    print(f"GEMM {GEMM_N}x{GEMM_N} float64: {gemm_rate / 1e9:.1f} GFLOP/s; numba: {numba.get_num_threads()} threads "
+          f"({numba.threading_layer()}); medians of {ROUNDS} rounds\n")
+    rows = []
+    for (label, Xc, Zc, spec, flops), ts in zip(cases, times):
+        rate = Xc.shape[0] * Zc.shape[0] / np.median(ts)
+        dense = not sp.issparse(Xc)
+        implied = gemm_rate / flops if dense else None
+        rows.append([label, spec.name, f"{rate:.3g}", f"{rate * flops / 1e9:.1f}",
+                     f"{implied:.3g}" if dense else "-", f"{100 * rate / implied:.0f}%" if dense else "-"])
+    print_table(["block x 100 rows", "kernel", "evals/s", "GFLOP/s", "GEMM-implied evals/s", "achieved"], rows)
+    print("\nGFLOP/s counts the 2 flops per multiply-add of the dot products (stored entries only for CSR).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""Kernel functions and kernel blocks K(X, Z), the hot path of the project.
+
+Three kernels, with LIBSVM's parameterisation:
+
+    rbf     K(x, z) = exp(-gamma ||x - z||^2)
+    linear  K(x, z) = x . z
+    poly    K(x, z) = (gamma x . z + coef0)^degree
+
+``kernel_block`` splits K into tiles and runs the tiles on numba's threads.
+Each tile takes its dot products x . z from one small GEMM (BLAS for dense X,
+a loop over the stored entries for CSR X) and turns them into kernel values
+while they are still in cache.  rbf uses the exp below, which, unlike a call
+to libm, the compiler vectorises.  The njit helpers select the kernel by an
+integer code, so each compiles once.
+"""
+
+import math
+from dataclasses import asdict, dataclass
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from core.config import NJIT, NJIT_FMA, NJIT_PARALLEL
+from core.rows import as_rows, is_sparse, squared_norms, to_dense
+
+RBF, LINEAR, POLY = 0, 1, 2
+_CODES = {"rbf": RBF, "linear": LINEAR, "poly": POLY}
+
+_TILE_MACS = 500_000  # multiply-adds per tile; OpenBLAS threads a GEMM from 2^19, and its threads would fight numba's
+_TILE_ROWS, _TILE_COLS = 128, 256  # largest tile: the dot products stay in L2
+_SAME = 2.0**-46  # ||x-z||^2 below this share of |x|^2 + |z|^2 is rounding noise: taken as 0
+_EXP_FLOOR = -708.0  # exp(-708) ~ 3e-308, the domain of _exp_inplace
+
+# exp(x) = 2^k exp(r), k = round(x / ln 2), r = x - k ln 2 (Cody & Waite), |r| <= ln(2) / 2
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01  # ln 2 in two parts; k * _LN2_HI is exact for |k| < 2^20
+_LN2_LO = 1.90821492927058770002e-10
+_ROUND = 6755399441055744.0  # 1.5 * 2^52: (t + _ROUND) - _ROUND is t rounded to an integer
+_TAYLOR = tuple(1.0 / math.factorial(i) for i in range(14))  # exp(r) to degree 13: error < 1e-17 |exp(r)|
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A kernel and its parameters: name 'rbf', 'linear' or 'poly'.
+
+    ``gamma`` is used by rbf and poly, ``degree`` and ``coef0`` by poly only.
+    """
+
+    name: str = "rbf"
+    gamma: float = 1.0
+    degree: int = 3
+    coef0: float = 0.0
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or self.name not in _CODES:
+            raise ValueError(f"unknown kernel {self.name!r}: use one of {sorted(_CODES)}")
+        gamma, coef0 = _number(self.gamma), _number(self.coef0)
+        if gamma is None or gamma <= 0:
+            raise ValueError(f"gamma must be a finite number > 0, got {self.gamma!r}")
+        if coef0 is None:
+            raise ValueError(f"coef0 must be a finite number, got {self.coef0!r}")
+        if isinstance(self.degree, bool) or not isinstance(self.degree, (int, np.integer)) or self.degree < 1:
+            raise ValueError(f"degree must be an integer >= 1, got {self.degree!r}")
+        # plain Python types, so that to_dict() is JSON-able
+        object.__setattr__(self, "name", str(self.name))
+        object.__setattr__(self, "gamma", gamma)
+        object.__setattr__(self, "coef0", coef0)
+        object.__setattr__(self, "degree", int(self.degree))
+
+    @property
+    def code(self):
+        """Integer code of the kernel: RBF, LINEAR or POLY."""
+        return _CODES[self.name]
+
+    def to_dict(self):
+        """The spec as a dict of plain JSON-able values."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d):
+        """The spec that ``to_dict`` gave ``d``."""
+        unknown = set(d) - {"name", "gamma", "degree", "coef0"}
+        if unknown:
+            raise ValueError(f"unknown kernel parameters {sorted(unknown)}: expected name, gamma, degree, coef0")
+        return cls(**d)
+
+
+def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None):
+    """The kernel matrix K[i, j] = K(x_i, z_j), shape (n_x, n_z), float64, C-contiguous.
+
+    X and Z are row blocks (dense or CSR, see ``core.rows``); anything else is
+    coerced with ``as_rows``.  A sparse Z is densified, so Z should have few
+    rows (or few features).  ``x_sq_norms`` and ``z_sq_norms``, the squared
+    row norms from ``squared_norms``, are used by rbf and computed when not
+    given.  rbf values below exp(-708) ~ 3e-308 are returned as exp(-708).
+    """
+    X, Z = _pair(X, Z)
+    code = _code(spec)
+    n, m = X.shape[0], Z.shape[0]
+    K = np.empty((n, m))
+    if n == 0 or m == 0:
+        return K
+    if code == RBF:
+        x_sq = _norms(X, x_sq_norms, "x_sq_norms")
+        z_sq = _norms(Z, z_sq_norms, "z_sq_norms")
+    else:
+        x_sq, z_sq = np.zeros(n), np.zeros(m)  # not read by linear and poly
+    Z = to_dense(Z)
+    Zt = np.ascontiguousarray(Z.T)  # BLAS and the CSR loop both run faster on (p, m) C-order
+    args = (code, x_sq, z_sq, spec.gamma, spec.coef0, spec.degree)
+    if is_sparse(X):
+        rows, cols = _tile_shape(m, max(1, X.nnz // n))
+        _csr_tiles(X.data, X.indices, X.indptr, Zt, *args, rows, cols, K)
+    else:
+        rows, cols = _tile_shape(m, max(1, X.shape[1]))
+        _dense_tiles(X, Z, Zt, *args, rows, cols, K)
+    return K
+
+
+def kernel_diag(X, spec, x_sq_norms=None):
+    """The diagonal K(x_i, x_i) for every row of X, shape (n,) float64.
+
+    rbf gives exactly 1; linear and poly use the squared norms
+    (``x_sq_norms`` when given, computed otherwise).
+    """
+    X = _block(X)
+    code = _code(spec)
+    if code == RBF:
+        return np.ones(X.shape[0])  # exp(-gamma ||x - x||^2)
+    out = _norms(X, x_sq_norms, "x_sq_norms").copy()  # x_i . x_i
+    if code == POLY:
+        _poly_row(out, spec.gamma, spec.coef0, spec.degree)
+    return out
+
+
+def _tile_shape(m, depth):
+    """Rows and columns of a tile of K, for ``depth`` multiply-adds per kernel value."""
+    cols = max(1, min(m, _TILE_COLS, _TILE_MACS // depth))
+    rows = max(1, min(_TILE_ROWS, _TILE_MACS // (cols * depth)))
+    return rows, cols
+
+
+def _block(X):
+    """X itself when it already is a block as ``as_rows`` makes them, else ``as_rows(X)``."""
+    if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float64 and X.flags.c_contiguous:
+        return X
+    if type(X) is sp.csr_matrix and X.dtype == np.float64 and X.has_canonical_format:
+        return X
+    return as_rows(X)
+
+
+def _pair(X, Z):
+    """Both blocks, a sparse one widened when it has fewer features than the other."""
+    X, Z = _block(X), _block(Z)
+    px, pz = X.shape[1], Z.shape[1]
+    if px < pz and is_sparse(X):
+        X = as_rows(X, n_features=pz)
+    elif pz < px and is_sparse(Z):
+        Z = as_rows(Z, n_features=px)
+    elif px != pz:
+        raise ValueError(f"X has {px} features but Z has {pz}: both blocks must use the same features")
+    return X, Z
+
+
+def _number(value):
+    """``value`` as a finite float, or None when it is not one."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _code(spec):
+    if not isinstance(spec, KernelSpec):
+        raise TypeError(f"spec must be a KernelSpec, got {type(spec).__name__} (use KernelSpec.from_dict for a dict)")
+    return spec.code
+
+
+def _norms(X, given, label):
+    """The squared row norms of X: ``given`` after a shape check, else computed."""
+    if given is None:
+        return squared_norms(X)
+    given = np.ascontiguousarray(given, dtype=np.float64)
+    if given.shape != (X.shape[0],):
+        raise ValueError(f"{label} has shape {given.shape} but the block has {X.shape[0]} rows: "
+                         "pass squared_norms() of the same rows")
+    return given
+
+
+@numba.njit(**NJIT_PARALLEL)
+def _dense_tiles(X, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, K):
+    """Fill K tile by tile, the dot products of each tile from one GEMM; Zt is Z.T, C-contiguous."""
+    n, m = K.shape
+    n_col_tiles = (m + cols - 1) // cols
+    for t in numba.prange(((n + rows - 1) // rows) * n_col_tiles):
+        lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
+        hi, jhi = min(lo + rows, n), min(jlo + cols, m)
+        if n_col_tiles == 1:  # whole rows of K: the GEMM writes straight into K
+            np.dot(X[lo:hi], Zt, K[lo:hi])
+            _finish_tile(code, K[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
+        else:
+            dots = np.dot(X[lo:hi], Z[jlo:jhi].T)
+            _finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
+            K[lo:hi, jlo:jhi] = dots
+
+
+@numba.njit(**NJIT_PARALLEL)
+def _csr_tiles(data, indices, indptr, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, K):
+    """Fill K tile by tile for CSR X; Zt is Z transposed, shape (p, m)."""
+    n, m = K.shape
+    n_col_tiles = (m + cols - 1) // cols
+    for t in numba.prange(((n + rows - 1) // rows) * n_col_tiles):
+        lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
+        hi, jhi = min(lo + rows, n), min(jlo + cols, m)
+        dots = np.zeros((hi - lo, jhi - jlo))
+        for i in range(hi - lo):
+            row = dots[i]
+            for q in range(indptr[lo + i], indptr[lo + i + 1]):
+                v = data[q]
+                zk = Zt[indices[q], jlo:jhi]
+                for j in range(jhi - jlo):
+                    row[j] += v * zk[j]
+        _finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
+        K[lo:hi, jlo:jhi] = dots
+
+
+@numba.njit(**NJIT)
+def _finish_tile(code, dots, x_sq, z_sq, gamma, coef0, degree):
+    """Turn the dot products dots[i, j] = x_i . z_j of a C-contiguous tile into kernel values, in place."""
+    if code == RBF:
+        for i in range(dots.shape[0]):
+            _rbf_exponent(dots[i], x_sq[i], z_sq, gamma)
+        _exp_inplace(dots.ravel(), np.empty(dots.size, np.int64))  # the whole tile in one loop
+    elif code == POLY:
+        for i in range(dots.shape[0]):
+            _poly_row(dots[i], gamma, coef0, degree)
+
+
+@numba.njit(**NJIT_FMA)
+def _rbf_exponent(row, x_sq, z_sq, gamma):
+    """row[j] = x . z_j becomes -gamma ||x - z_j||^2, floored at _EXP_FLOOR."""
+    for j in range(row.shape[0]):
+        norms = x_sq + z_sq[j]
+        d2 = norms - 2.0 * row[j]  # ||x - z||^2 = |x|^2 + |z|^2 - 2 x . z
+        if d2 <= _SAME * norms:  # cancellation noise, including negative values
+            d2 = 0.0
+        row[j] = max(-gamma * d2, _EXP_FLOOR)
+
+
+@numba.njit(**NJIT)
+def _poly_row(row, gamma, coef0, degree):
+    """row[j] = x . z_j becomes (gamma x . z_j + coef0)^degree."""
+    for j in range(row.shape[0]):
+        row[j] = (gamma * row[j] + coef0) ** degree
+
+
+@numba.njit(**NJIT_FMA)
+def _exp_inplace(a, bits):
+    """a[j] = exp(a[j]) for a[j] in [-708, 0], within 1 ulp; bits is int64 scratch of a's size.
+
+    Straight-line arithmetic, so the loops vectorise (libm's exp does not).
+    """
+    for j in range(a.shape[0]):
+        x = a[j]
+        k = (x * _LOG2E + _ROUND) - _ROUND
+        r = (x - k * _LN2_HI) - k * _LN2_LO
+        p = _TAYLOR[13]
+        for c in range(12, -1, -1):  # Horner
+            p = p * r + _TAYLOR[c]
+        a[j] = p
+        bits[j] = (np.int64(k) + 1023) << 52  # the float 2^k, k in [-1022, 0]
+    scale = bits.view(np.float64)
+    for j in range(a.shape[0]):
+        a[j] *= scale[j]

@@ -1,0 +1,110 @@
+"""Row blocks: the two kinds of feature matrix the core handles.
+
+A row block is either a 2-D C-contiguous float64 ``numpy.ndarray`` or a
+float64 ``scipy.sparse.csr_matrix`` in canonical form (sorted column indices,
+no duplicate entries).  ``as_rows`` turns user input into one of the two;
+every other function here expects a block that ``as_rows`` produced.
+"""
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from core.config import NJIT
+
+
+def as_rows(X, n_features=None):
+    """Validate ``X`` and return it as a dense or CSR row block.
+
+    Dense input (anything ``np.asarray`` accepts) becomes a 2-D C-contiguous
+    float64 array.  Sparse input (any scipy sparse matrix or array format)
+    becomes a float64 ``csr_matrix`` with sorted indices and duplicates summed;
+    the caller's matrix is never modified.  When ``n_features`` is given, a
+    sparse block with fewer columns is widened to ``n_features`` columns (the
+    missing features are zero); any other column mismatch is an error.
+
+    Raises ``ValueError`` for input that is not 2-D, holds NaN or infinity, or
+    does not have ``n_features`` columns.
+    """
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"expected a 2-D block of rows, got a sparse array of shape {X.shape}")
+        X = sp.csr_matrix(X, dtype=np.float64)
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()  # also sorts the indices of each row
+        values = X.data
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            hint = " (use x.reshape(1, -1) for a single row)" if X.ndim == 1 else ""
+            raise ValueError(f"expected a 2-D block of rows, got an array of shape {X.shape}{hint}")
+        X = values = np.ascontiguousarray(X)
+    if not np.isfinite(values).all():
+        raise ValueError("rows contain NaN or infinity: impute or drop those values first")
+    if n_features is not None and X.shape[1] != n_features:
+        if X.shape[1] > n_features or not sp.issparse(X):
+            raise ValueError(f"rows have {X.shape[1]} features but {n_features} are expected: "
+                             "use the feature count the model or data set was built with")
+        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+    return X
+
+
+def is_sparse(X):
+    """True when the block is a CSR matrix, False when it is a dense array."""
+    return sp.issparse(X)
+
+
+def n_rows(X):
+    """Number of rows of the block."""
+    return X.shape[0]
+
+
+def take_rows(X, idx):
+    """The rows ``idx`` (integer indices or a boolean mask) as a new block of the same kind."""
+    idx = np.asarray(idx)
+    if idx.size == 0:
+        idx = idx.astype(np.intp)  # np.asarray([]) is float
+    if sp.issparse(X):
+        return sp.csr_matrix(X[idx])
+    return np.ascontiguousarray(X[idx])
+
+
+def stack_rows(blocks):
+    """Stack a list of blocks vertically.
+
+    All dense gives a dense block; any sparse block makes the result CSR.
+    Sparse blocks with fewer columns are widened as in ``as_rows``.
+    """
+    if len(blocks) == 0:
+        raise ValueError("stack_rows needs at least one block")
+    n_features = max(b.shape[1] for b in blocks)
+    blocks = [as_rows(b, n_features=n_features) for b in blocks]
+    if not any(sp.issparse(b) for b in blocks):
+        return np.vstack(blocks)
+    return as_rows(sp.vstack([sp.csr_matrix(b) for b in blocks], format="csr"))
+
+
+def squared_norms(X):
+    """Squared Euclidean norm of every row, shape (n,) float64."""
+    if sp.issparse(X):
+        return _csr_squared_norms(X.data, X.indptr)
+    return np.einsum("ij,ij->i", X, X)
+
+
+def to_dense(X):
+    """The block as a C-contiguous float64 array (the block itself when already dense)."""
+    if sp.issparse(X):
+        return X.toarray(order="C")
+    return X
+
+
+@numba.njit(**NJIT)
+def _csr_squared_norms(data, indptr):
+    """sum_k x_ik^2 over the stored entries of each row, in storage order."""
+    n = indptr.shape[0] - 1
+    out = np.zeros(n)
+    for i in range(n):
+        for q in range(indptr[i], indptr[i + 1]):
+            out[i] += data[q] * data[q]
+    return out

@@ -1,0 +1,169 @@
+"""kernel_block, kernel_diag and KernelSpec against the naive reference."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+
+from core.kernels import LINEAR, POLY, RBF, KernelSpec, kernel_block, kernel_diag
+from core.rows import squared_norms
+from tests.naive import naive_kernel
+
+SPECS = [KernelSpec("rbf", gamma=0.7), KernelSpec("linear"), KernelSpec("poly", gamma=0.5, degree=3, coef0=1.0),
+         KernelSpec("poly", gamma=2.0, degree=1, coef0=-0.5)]
+KINDS = ["dense", "csr"]
+# (n_x, n_z, p): empty blocks, single rows, several row tiles (n_x > 128), several column tiles (n_z > 256)
+SHAPES = [(0, 4, 5), (6, 0, 5), (1, 1, 5), (1, 9, 5), (9, 1, 5), (40, 13, 7), (300, 30, 12), (20, 300, 6), (5, 3, 0)]
+
+
+def _rows(n, p, seed, kind):
+    """n rows of moderate size, about half the entries zero, and a zero row when n > 2."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p)) / np.sqrt(max(p, 1)) * (rng.random((n, p)) < 0.5)
+    if n > 2:
+        X[1] = 0.0
+    return sp.csr_matrix(X) if kind == "csr" else X
+
+
+def _pairs(n_x, n_z, p, x_kind, z_kind):
+    """X, and Z holding copies of X's first rows (identical rows)."""
+    X = _rows(n_x, p, 1, x_kind)
+    Z = _rows(n_z, p, 2, z_kind)
+    k = min(3, n_x, n_z)
+    if k:
+        Z = sp.vstack([X[:k], Z[k:]], format="csr") if z_kind == "csr" else np.vstack([_dense(X[:k]), Z[k:]])
+    return X, Z
+
+
+def _dense(X):
+    return X.toarray() if sp.issparse(X) else X
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.name}-d{s.degree}")
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("x_kind", KINDS)
+@pytest.mark.parametrize("z_kind", KINDS)
+def test_block_matches_naive(spec, shape, x_kind, z_kind):
+    X, Z = _pairs(*shape, x_kind, z_kind)
+    K = kernel_block(X, Z, spec)
+    assert K.shape == shape[:2] and K.dtype == np.float64 and K.flags.c_contiguous
+    assert_allclose(K, naive_kernel(X, Z, spec), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_rbf_identical_rows_give_exactly_one(kind):
+    X = _rows(200, 30, 3, kind) * 7.0
+    assert np.all(np.diag(kernel_block(X, X, KernelSpec("rbf", gamma=0.3))) == 1.0)
+
+
+def test_zero_vectors():
+    Z = np.zeros((2, 4))
+    assert np.all(kernel_block(Z, Z, KernelSpec("rbf", gamma=5.0)) == 1.0)
+    assert np.all(kernel_block(Z, Z, KernelSpec("linear")) == 0.0)
+    assert np.all(kernel_block(Z, Z, KernelSpec("poly", gamma=1.0, degree=3, coef0=2.0)) == 8.0)
+
+
+def test_rbf_relative_accuracy_over_the_whole_exp_range():
+    # x = 0 makes ||x - z||^2 = z^2 exactly, so K must be exp(-gamma z^2) to the last bits
+    z = np.linspace(0.0, 27.0, 5001).reshape(-1, 1)  # exponents from 0 down to -729
+    K = kernel_block(np.zeros((1, 1)), z, KernelSpec("rbf", gamma=1.0))[0]
+    expected = np.exp(-(z[:, 0] ** 2))
+    inside = z[:, 0] ** 2 <= 708.0
+    assert_allclose(K[inside], expected[inside], rtol=4.5e-16, atol=0)
+    assert_allclose(K[~inside], np.exp(-708.0), rtol=4.5e-16, atol=0)  # the documented floor
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_precomputed_norms_are_used(kind):
+    X, Z = _pairs(50, 8, 6, kind, "dense")
+    spec = KernelSpec("rbf", gamma=0.9)
+    x_sq, z_sq = squared_norms(X), squared_norms(Z)
+    assert_array_equal(kernel_block(X, Z, spec, x_sq_norms=x_sq, z_sq_norms=z_sq), kernel_block(X, Z, spec))
+    shifted = kernel_block(X, Z, spec, x_sq_norms=x_sq + 1.0, z_sq_norms=z_sq)
+    assert_allclose(shifted, np.exp(-0.9) * kernel_block(X, Z, spec), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.name}-d{s.degree}")
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [0, 1, 25])
+def test_diag_matches_naive(spec, kind, n):
+    X = _rows(n, 6, 4, kind)
+    expected = np.diag(naive_kernel(X, X, spec)) if n else np.empty(0)
+    assert_allclose(kernel_diag(X, spec), expected, rtol=0, atol=1e-12)
+    assert_allclose(kernel_diag(X, spec, x_sq_norms=squared_norms(X)), expected, rtol=0, atol=1e-12)
+
+
+def test_inputs_are_coerced():
+    rng = np.random.default_rng(5)
+    X, Z = rng.standard_normal((7, 3)), rng.standard_normal((4, 3))
+    spec = KernelSpec("rbf", gamma=0.4)
+    expected = naive_kernel(X, Z, spec)
+    for x in (X.tolist(), np.asfortranarray(X), sp.coo_matrix(X)):
+        assert_allclose(kernel_block(x, sp.csr_array(Z), spec), expected, rtol=0, atol=1e-12)
+    X32 = X.astype(np.float32)
+    assert_allclose(kernel_block(X32, Z, spec), naive_kernel(X32.astype(np.float64), Z, spec), rtol=0, atol=1e-12)
+
+
+def test_sparse_block_with_fewer_columns_is_widened():
+    rng = np.random.default_rng(6)
+    X, Z = rng.standard_normal((5, 3)), rng.standard_normal((4, 6))
+    K = kernel_block(sp.csr_matrix(X), Z, KernelSpec("linear"))
+    assert_allclose(K, naive_kernel(np.hstack([X, np.zeros((5, 3))]), Z, KernelSpec("linear")), rtol=0, atol=1e-12)
+
+
+def test_block_validation_errors():
+    spec = KernelSpec()
+    X = np.ones((3, 2))
+    with pytest.raises(ValueError, match="2-D"):
+        kernel_block(np.ones(2), X, spec)
+    with pytest.raises(ValueError, match="X has 2 features but Z has 3"):
+        kernel_block(X, np.ones((1, 3)), spec)
+    with pytest.raises(ValueError, match="NaN"):
+        kernel_block([[np.nan, 1.0]], X, spec)
+    with pytest.raises(TypeError, match="KernelSpec"):
+        kernel_block(X, X, {"name": "rbf"})
+    with pytest.raises(ValueError, match=r"x_sq_norms has shape \(2,\) but the block has 3 rows"):
+        kernel_block(X, X, spec, x_sq_norms=np.ones(2))
+    with pytest.raises(ValueError, match="z_sq_norms"):
+        kernel_block(X, X, spec, z_sq_norms=np.ones((3, 1)))
+    with pytest.raises(ValueError, match="x_sq_norms"):
+        kernel_diag(X, KernelSpec("linear"), x_sq_norms=np.ones(4))
+
+
+def test_spec_codes_and_round_trip():
+    assert [KernelSpec(n).code for n in ("rbf", "linear", "poly")] == [RBF, LINEAR, POLY] == [0, 1, 2]
+    spec = KernelSpec("poly", gamma=np.float64(0.25), degree=np.int64(4), coef0=1)
+    d = spec.to_dict()
+    assert d == {"name": "poly", "gamma": 0.25, "degree": 4, "coef0": 1.0}
+    assert json.loads(json.dumps(d)) == d
+    assert type(d["gamma"]) is float and type(d["degree"]) is int and type(d["coef0"]) is float
+    assert KernelSpec.from_dict(d) == spec
+    assert KernelSpec() == KernelSpec("rbf", gamma=1.0, degree=3, coef0=0.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.gamma = 2.0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(name="sigmoid"), "unknown kernel 'sigmoid'"),
+    (dict(gamma=0.0), "gamma must be a finite number > 0"),
+    (dict(gamma=-1.0), "gamma must be"),
+    (dict(gamma=float("nan")), "gamma must be"),
+    (dict(gamma="0.5x"), "gamma must be"),
+    (dict(gamma=None), "gamma must be"),
+    (dict(name=None), "unknown kernel None"),
+    (dict(coef0=float("inf")), "coef0 must be a finite number"),
+    (dict(degree=0), "degree must be an integer >= 1"),
+    (dict(degree=2.5), "degree must be an integer"),
+    (dict(degree=True), "degree must be an integer"),
+])
+def test_spec_validation(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        KernelSpec(**kwargs)
+
+
+def test_from_dict_rejects_unknown_keys():
+    with pytest.raises(ValueError, match=r"unknown kernel parameters \['C'\]"):
+        KernelSpec.from_dict({"name": "rbf", "C": 1.0})

@@ -1,0 +1,125 @@
+"""Row blocks: coercion, validation and the helpers of core.rows."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+
+from core.rows import as_rows, is_sparse, n_rows, squared_norms, stack_rows, take_rows, to_dense
+
+
+def _csr(X):
+    return sp.csr_matrix(np.asarray(X, dtype=np.float64))
+
+
+@pytest.mark.parametrize("X", [[[1, 2], [3, 4]], np.array([[1, 2], [3, 4]], np.int32),
+                               np.asfortranarray([[1.0, 2.0], [3.0, 4.0]]), np.array([[1, 2], [3, 4]], np.float32)])
+def test_dense_input_becomes_c_contiguous_float64(X):
+    R = as_rows(X)
+    assert type(R) is np.ndarray and R.dtype == np.float64 and R.flags.c_contiguous
+    assert_array_equal(R, [[1.0, 2.0], [3.0, 4.0]])
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csc", "lil", "dok", "csr_array", "coo_array"])
+def test_any_sparse_format_becomes_csr_matrix(fmt):
+    X = np.array([[0, 2, 0], [1, 0, 3]])
+    S = sp.coo_array(X).asformat(fmt.split("_")[0]) if fmt.endswith("array") else sp.coo_matrix(X).asformat(fmt)
+    R = as_rows(S)
+    assert type(R) is sp.csr_matrix and R.dtype == np.float64 and R.has_canonical_format
+    assert_array_equal(R.toarray(), X)
+
+
+def test_duplicates_are_summed_and_indices_sorted_without_touching_the_input():
+    data, indices, indptr = np.array([1.0, 2.0, 5.0]), np.array([2, 0, 2]), np.array([0, 3])
+    S = sp.csr_matrix((data, indices, indptr), shape=(1, 3))
+    R = as_rows(S)
+    assert R.has_canonical_format and R.nnz == 2
+    assert_array_equal(R.indices, [0, 2])
+    assert_array_equal(R.toarray(), [[2.0, 0.0, 6.0]])
+    assert_array_equal(S.indices, [2, 0, 2])
+    assert_array_equal(S.data, [1.0, 2.0, 5.0])
+
+
+@pytest.mark.parametrize("X", [np.ones(3), np.ones((2, 2, 2)), 5.0])
+def test_not_2d_is_an_error(X):
+    with pytest.raises(ValueError, match="expected a 2-D block of rows"):
+        as_rows(X)
+
+
+def test_1d_error_says_how_to_fix():
+    with pytest.raises(ValueError, match=r"reshape\(1, -1\)"):
+        as_rows(np.ones(3))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_nan_and_inf_are_errors(bad, sparse):
+    X = np.array([[1.0, 0.0], [0.0, bad]])
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        as_rows(_csr(X) if sparse else X)
+
+
+def test_n_features():
+    with pytest.raises(ValueError, match="rows have 2 features but 3 are expected"):
+        as_rows(np.ones((1, 2)), n_features=3)
+    with pytest.raises(ValueError, match="rows have 4 features but 3 are expected"):
+        as_rows(_csr(np.ones((1, 4))), n_features=3)
+    R = as_rows(_csr([[1.0, 2.0]]), n_features=5)
+    assert R.shape == (1, 5) and type(R) is sp.csr_matrix
+    assert_array_equal(R.toarray(), [[1.0, 2.0, 0.0, 0.0, 0.0]])
+    assert as_rows(np.ones((1, 3)), n_features=3).shape == (1, 3)
+
+
+def test_kind_and_row_count():
+    assert not is_sparse(as_rows(np.ones((4, 2)))) and n_rows(as_rows(np.ones((4, 2)))) == 4
+    assert is_sparse(as_rows(_csr(np.ones((3, 2))))) and n_rows(as_rows(_csr(np.ones((3, 2))))) == 3
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("idx", [[2, 0, 2], np.array([True, False, True, False]), []])
+def test_take_rows(sparse, idx):
+    X = np.arange(12.0).reshape(4, 3)
+    R = take_rows(as_rows(_csr(X) if sparse else X), idx)
+    assert is_sparse(R) == sparse
+    assert_array_equal(to_dense(R), X[np.asarray(idx, dtype=None if len(idx) else int)])
+    if not sparse:
+        assert R.flags.c_contiguous
+
+
+def test_stack_rows():
+    A, B = np.arange(6.0).reshape(2, 3), np.arange(3.0).reshape(1, 3) + 10
+    dense = stack_rows([A, B])
+    assert type(dense) is np.ndarray and dense.flags.c_contiguous
+    assert_array_equal(dense, np.vstack([A, B]))
+    for blocks in ([_csr(A), _csr(B)], [A, _csr(B)], [_csr(A), B]):
+        R = stack_rows(blocks)
+        assert type(R) is sp.csr_matrix and R.has_canonical_format
+        assert_array_equal(R.toarray(), np.vstack([A, B]))
+    wide = stack_rows([_csr([[1.0]]), A])
+    assert_array_equal(wide.toarray(), [[1.0, 0.0, 0.0], *A])
+
+
+def test_stack_rows_errors():
+    with pytest.raises(ValueError, match="at least one block"):
+        stack_rows([])
+    with pytest.raises(ValueError, match="features"):
+        stack_rows([np.ones((1, 2)), np.ones((1, 3))])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_squared_norms(sparse):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 7)) * (rng.random((30, 7)) < 0.4)
+    R = as_rows(_csr(X) if sparse else X)
+    norms = squared_norms(R)
+    assert norms.shape == (30,) and norms.dtype == np.float64
+    assert_allclose(norms, [np.dot(x, x) for x in X], rtol=0, atol=1e-12)
+    assert squared_norms(as_rows(np.ones((0, 3)))).shape == (0,)
+
+
+def test_to_dense():
+    X = as_rows(np.ones((2, 2)))
+    assert to_dense(X) is X
+    D = to_dense(as_rows(_csr([[0.0, 1.0], [2.0, 0.0]])))
+    assert type(D) is np.ndarray and D.flags.c_contiguous
+    assert_array_equal(D, [[0.0, 1.0], [2.0, 0.0]])
