@@ -131,13 +131,17 @@ def _make_task(host, port, secret, n_features, classes, has_weight, fault_inject
     """The function every barrier task runs; it captures plain locals only."""
 
     def task(batches):
+        import numba
         import pyarrow as pa
         from pyspark import BarrierTaskContext
 
         from core.engine import PartitionData
         from core.partition import PARTITION_FUNCTIONS
 
-        pid = BarrierTaskContext.get().partitionId()
+        context = BarrierTaskContext.get()
+        pid = context.partitionId()
+        # numba's threads share the task's cores (spark.task.cpus), not the whole executor's
+        numba.set_num_threads(max(1, min(context.cpus(), numba.config.NUMBA_NUM_THREADS)))
         batches = list(batches)
         table = pa.Table.from_batches(batches) if batches else None
         if table is None or table.num_rows == 0:
