@@ -102,3 +102,28 @@ def test_empty_training_data_is_refused(spark, train):
 def test_bad_params_are_named(train, estimator, message):
     with pytest.raises(ValueError, match=message):
         estimator.fit(train[2])
+
+
+def test_one_vs_rest_for_multiclass(spark):
+    from pyspark.ml.classification import OneVsRest
+    from pyspark.ml.evaluation import MulticlassClassificationEvaluator
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((450, 3))
+    labels = np.argmax(X, axis=1).astype(float)  # three classes
+    df = to_df(spark, X, labels)
+    model = OneVsRest(classifier=CSVC(C=1.0, gamma=0.5)).fit(df)
+    accuracy = MulticlassClassificationEvaluator(metricName="accuracy").evaluate(model.transform(df))
+    assert accuracy > 0.95 and len(model.models) == 3
+
+
+def test_train_validation_split_picks_a_model(spark, train):
+    from pyspark.ml.tuning import ParamGridBuilder, TrainValidationSplit
+
+    estimator = CSVC(gamma=0.5, numPartitions=2)
+    grid = ParamGridBuilder().addGrid(estimator.C, [0.01, 10.0]).build()
+    tvs = TrainValidationSplit(estimator=estimator, estimatorParamMaps=grid, seed=3,
+                               evaluator=BinaryClassificationEvaluator()).fit(train[2])
+    assert len(tvs.validationMetrics) == 2 and max(tvs.validationMetrics) > 0.8
+    best = grid[int(np.argmax(tvs.validationMetrics))][estimator.C]
+    assert tvs.bestModel.trainingSummary["params"]["C"] == best
