@@ -30,6 +30,7 @@ log = logging.getLogger("spark_bsvm")
 
 _TIGHT = 1e-12  # relative slack under which the budget sum counts as active (as in core.smo)
 _MAX_WORKING_SET = 4096  # its kernel matrix is 128 MiB
+_STAT_KEYS = ("up_max", "low_min", "free_count", "free_sum", "upper_max", "zero_min")
 _NO_UPDATE = {"ws_ids": np.zeros(0, np.int64), "ws_rows": None, "ws_y": None, "ws_alpha_old": None, "ws_alpha": None}
 
 
@@ -143,14 +144,13 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     carry, carried_ids = None, np.zeros(0, np.int64)
     for rounds in range(1, max_rounds + 2):
         answers = engine.run("dual_round", request, rebuild=lambda: _rebuild_request(request, support, engine))
-        stats = {k: _reduce(answers, k) for k in ("up_max", "low_min", "free_count", "free_sum", "upper_max", "zero_min")}
+        stats = {k: _reduce(answers, k) for k in _STAT_KEYS}
         sum_alpha, sum_sq = support.sums()
         budget_tight = _is_tight(problem.sum_bound, sum_alpha)
         violation = _violation(stats["up_max"], stats["low_min"], budget_tight)
         objective = 0.5 * sum(a["objective_part"] for a in answers)
-        if log.isEnabledFor(logging.INFO) and (rounds % 10 == 1 or violation < tol):
-            log.info("dual round %d: support %d, objective %.6g, violation %.3g, %.1fs",
-                     rounds, len(support), objective, violation, time.perf_counter() - start)
+        log.info("dual round %d: support %d, objective %.6g, violation %.3g, %.1fs",
+                 rounds, len(support), objective, violation, time.perf_counter() - start)
         if violation < tol:
             converged = True
             break
@@ -184,8 +184,9 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
         # grow the working set while the free variables outnumber half of it (few, long rounds
         # beat many short ones when the sub-problems must overlap), up to _MAX_WORKING_SET
         size = max(size, min(_MAX_WORKING_SET, 2 * int(stats["free_count"].sum())))
-        request = dict(base, reset=False, n_select=max(1, size // 4), ws_ids=ws_ids[changed], ws_rows=ws_rows[np.flatnonzero(changed)],
-                       ws_y=y_ws[changed], ws_alpha_old=alpha_old[changed], ws_alpha=alpha_ws[changed])
+        request = dict(base, reset=False, n_select=max(1, size // 4), ws_ids=ws_ids[changed],
+                       ws_rows=ws_rows[np.flatnonzero(changed)], ws_y=y_ws[changed],
+                       ws_alpha_old=alpha_old[changed], ws_alpha=alpha_ws[changed])
     budget_tight = _is_tight(problem.sum_bound, support.sums()[0])
     return DualSolution(support, _rho(stats, budget_tight), objective, rounds, violation, converged)
 

@@ -37,10 +37,6 @@ class SupportSet:
         for i in self._alpha:
             self._alpha[i] *= factor
 
-    def alpha_of(self, ids):
-        """Current alphas of ``ids`` (0 for those not in the set)."""
-        return np.array([self._alpha.get(i, 0.0) for i in ids.tolist()])
-
     def sums(self):
         """(sum alpha, sum alpha^2) over the whole training set."""
         a = np.fromiter(self._alpha.values(), np.float64, len(self._alpha))

@@ -70,16 +70,15 @@ def fit_budget_svm(engine, *, budget, C=1.0, norm="l1", kernel=None, tol=1e-3, w
         raise ValueError(f"norm must be 'l1' or 'l2', got {norm!r}")
     if ball not in BALL_MODES:
         raise ValueError(f"ball must be one of {BALL_MODES}, got {ball!r}")
-    run = dict(tol=tol, working_set_size=working_set_size)
-    max_rounds = dict(max_rounds=max_rounds)
+    run = dict(tol=tol, working_set_size=working_set_size, max_rounds=max_rounds)
     extra = {}
     if norm == "l1":
-        solution = solve_dual(engine, kernel, DualProblem(C=C, sum_bound=budget * C), **run, **max_rounds)
+        solution = solve_dual(engine, kernel, DualProblem(C=C, sum_bound=budget * C), **run)
     elif ball == "pair_bounds":
         problem = DualProblem(C=np.inf, sum_bound=np.sqrt(budget) * C, sq_bound=C * C)
-        solution = solve_dual(engine, kernel, problem, **run, **max_rounds)
+        solution = solve_dual(engine, kernel, problem, **run)
     else:
-        solution, mu, n_solves = _solve_with_ball_multiplier(engine, kernel, budget, C, dict(run, **max_rounds))
+        solution, mu, n_solves = _solve_with_ball_multiplier(engine, kernel, budget, C, run)
         extra = {"ball_multiplier": mu, "multiplier_solves": n_solves}
     params = {"budget": budget, "C": C, "norm": norm, "tol": tol, "working_set_size": working_set_size,
               "kernel": kernel.to_dict(), "prune": prune, "ball": ball}
