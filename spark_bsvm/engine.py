@@ -18,6 +18,7 @@ driver's current model.  The fit resumes where it was.
 
 import logging
 import os
+import re
 import secrets
 import select
 import socket
@@ -107,6 +108,12 @@ def _rows_from_arrow(column, n_features):
 
     kinds = column.field("type").to_numpy(zero_copy_only=False)
     values = column.field("values")
+    sizes = np.where(kinds == 1, values.value_lengths().to_numpy(zero_copy_only=False),
+                     column.field("size").fill_null(0).to_numpy(zero_copy_only=False))
+    if np.any(sizes != n_features):
+        raise ValueError(f"feature vectors must all have {n_features} entries (the size of the first row), "
+                         f"found sizes {sorted(set(sizes.tolist()) - {n_features})[:5]}; "
+                         "assemble the features consistently")
     if np.all(kinds == 1):  # all dense
         flat = values.flatten().to_numpy(zero_copy_only=False)
         return np.ascontiguousarray(flat.reshape(len(column), n_features), dtype=np.float64)
@@ -235,6 +242,10 @@ class SparkEngine(Engine):
 
     def _check_stage(self):
         if self._job_error is not None:
+            # a bad-input error raised in a task reaches us inside a Java stack trace: surface it
+            found = re.search(r"ValueError: ([^\n]+)", str(self._job_error))
+            if found:
+                raise ValueError(found.group(1)) from self._job_error
             raise RuntimeError(f"the training stage failed: {self._job_error}") from self._job_error
         if not self._thread.is_alive():
             raise RuntimeError("the training stage ended before the fit did")

@@ -86,6 +86,17 @@ def test_bad_training_data_is_named(spark, rows, message):
         CSVC(numPartitions=1).fit(df)
 
 
+@pytest.mark.parametrize("rows, message", [
+    ([(Vectors.dense([0.0, 1.0]), 0.0), (Vectors.dense([float("nan"), 1.0]), 1.0)], "rows contain NaN or infinity"),
+    ([(Vectors.dense([0.0, 1.0]), 0.0), (Vectors.dense([1.0, 2.0, 3.0]), 1.0)],
+     r"feature vectors must all have 2 entries \(the size of the first row\), found sizes \[3\]"),
+    ([(Vectors.dense([0.0, 1.0]), 0.0), (Vectors.sparse(4, [3], [1.0]), 1.0)], r"found sizes \[4\]"),
+])
+def test_bad_feature_values_are_named(spark, rows, message):
+    with pytest.raises(ValueError, match=message):
+        CSVC(numPartitions=1).fit(spark.createDataFrame(rows, ["features", "label"]))
+
+
 def test_empty_training_data_is_refused(spark, train):
     with pytest.raises(ValueError, match="the training data is empty"):
         CSVC(numPartitions=1).fit(train[2].limit(0))
