@@ -27,6 +27,9 @@ class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
             value = self.getOrDefault(name)
             if not value > low:
                 raise ValueError(f"{name} must be > {low}, got {value}")
+        fraction = self.getOrDefault(self.calibrationFraction)
+        if not 0.0 <= fraction < 0.5:
+            raise ValueError(f"calibrationFraction must be in [0, 0.5), got {fraction}")
         if self.isDefined(self.numPartitions) and self.getOrDefault(self.numPartitions) < 1:
             raise ValueError(f"numPartitions must be >= 1, got {self.getOrDefault(self.numPartitions)}")
 
@@ -36,6 +39,10 @@ class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
     def _fit(self, dataset):
         self._validate_params()
         kernel = self._kernel_spec()
+        fraction = self.getOrDefault(self.calibrationFraction)
+        holdout = None
+        if fraction > 0:
+            dataset, holdout = dataset.randomSplit([1.0 - fraction, fraction], seed=self.getOrDefault(self.seed))
         num_partitions = self.getOrDefault(self.numPartitions) if self.isDefined(self.numPartitions) else None
         weight_col = self.getWeightCol() if self.isDefined(self.weightCol) and self.getWeightCol() else None
         with SparkEngine(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col,
@@ -43,6 +50,8 @@ class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
             expansion = self._train(engine, kernel)
         model = BSVMModel(expansion)
         self._copyValues(model)
+        if holdout is not None:
+            model.calibrate(holdout)
         return model
 
 

@@ -22,7 +22,8 @@ class CSVC(_BSVMEstimator, _DualParams):
     @keyword_only
     def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, predictionCol="prediction",
                  rawPredictionCol="rawPrediction", kernel="rbf", gamma=1.0, degree=3, coef0=0.0, C=1.0,
-                 tol=1e-3, maxIter=20000, workingSetSize=1024, numPartitions=None, threshold=0.0, seed=0):
+                 tol=1e-3, maxIter=20000, workingSetSize=1024, numPartitions=None, threshold=0.0, seed=0,
+                 probabilityCol="probability", calibrationFraction=0.0):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -52,7 +53,8 @@ class BudgetSVM(_BSVMEstimator, _BudgetParams):
     def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, predictionCol="prediction",
                  rawPredictionCol="rawPrediction", kernel="rbf", gamma=1.0, degree=3, coef0=0.0, C=1.0,
                  budget=100, norm="l1", prune=False, tol=1e-3, maxIter=20000, workingSetSize=1024,
-                 numPartitions=None, threshold=0.0, seed=0):
+                 numPartitions=None, threshold=0.0, seed=0,
+                 probabilityCol="probability", calibrationFraction=0.0):
         super().__init__()
         self._set(**self._input_kwargs)
 

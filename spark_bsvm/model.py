@@ -8,6 +8,7 @@ from pyspark.ml.util import DefaultParamsReader, DefaultParamsWriter, MLReadable
 from pyspark.sql import functions as F
 
 from core.model import KernelExpansion
+from core.platt import fit_platt
 from spark_bsvm.params import _BSVMParams
 
 
@@ -16,6 +17,7 @@ class BSVMModel(Model, _BSVMParams, MLReadable, MLWritable):
 
     ``transform`` adds ``rawPredictionCol`` = [-f(x), f(x)] and
     ``predictionCol`` = the original label value of sign(f(x) - threshold),
+    and, when calibrated (Platt), ``probabilityCol`` = [1 - p, p]; all
     computed in Arrow batches on the executors.  ``expansion`` is the
     ``core.model.KernelExpansion`` (support vectors, coefficients, bias,
     kernel, label values, training metadata).
@@ -35,6 +37,24 @@ class BSVMModel(Model, _BSVMParams, MLReadable, MLWritable):
         return list(self.expansion.classes)
 
     @property
+    def platt(self):
+        """(A, B) of P(label = classes[1]) = 1 / (1 + exp(A f + B)), or None when not calibrated."""
+        values = self.expansion.metadata.get("platt")
+        return tuple(values) if values else None
+
+    def calibrate(self, dataset):
+        """Fit Platt's sigmoid on ``dataset`` (held out from training); enables ``probabilityCol``."""
+        scored = self.transform(dataset.select(self.getFeaturesCol(), self.getLabelCol()))
+        rows = scored.select(F.element_at(vector_to_array(self.getRawPredictionCol()), 2).alias("f"),
+                             self.getLabelCol()).collect()
+        if not rows:
+            raise ValueError("the calibration part is empty: raise calibrationFraction or use more data")
+        f = np.array([r["f"] for r in rows])
+        y = np.where(np.array([r[self.getLabelCol()] for r in rows]) == self.classes[1], 1.0, -1.0)
+        self.expansion.metadata["platt"] = list(fit_platt(f, y))
+        return self
+
+    @property
     def trainingSummary(self):
         """Training metadata: method, parameters, rounds, objective, ..."""
         return dict(self.expansion.metadata)
@@ -50,6 +70,10 @@ class BSVMModel(Model, _BSVMParams, MLReadable, MLWritable):
 
         f_col = "__bsvm_decision"
         out = dataset.withColumn(f_col, decision(vector_to_array(F.col(self.getFeaturesCol()))))
+        if self.platt and self.getProbabilityCol():
+            A, B = self.platt
+            p = 1.0 / (1.0 + F.exp(A * F.col(f_col) + B))  # Platt: P(label = classes[1] | f)
+            out = out.withColumn(self.getProbabilityCol(), array_to_vector(F.array(1.0 - p, p)))
         if self.getRawPredictionCol():
             out = out.withColumn(self.getRawPredictionCol(),
                                  array_to_vector(F.array(-F.col(f_col), F.col(f_col))))

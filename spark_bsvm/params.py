@@ -15,12 +15,16 @@ class _BSVMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, H
     gamma = Param(Params._dummy(), "gamma", "kernel coefficient of 'rbf' and 'poly' (> 0)", TypeConverters.toFloat)
     degree = Param(Params._dummy(), "degree", "degree of the 'poly' kernel (integer >= 1)", TypeConverters.toInt)
     coef0 = Param(Params._dummy(), "coef0", "independent term of the 'poly' kernel", TypeConverters.toFloat)
+    calibrationFraction = Param(Params._dummy(), "calibrationFraction", "share of the training rows held out "
+                                "(randomly, by seed) to fit Platt's sigmoid for probabilityCol; 0 = no "
+                                "probabilities (in [0, 0.5))", TypeConverters.toFloat)
     numPartitions = Param(Params._dummy(), "numPartitions", "partitions of the training data, at most the "
                           "application's task slots (default: all slots)", TypeConverters.toInt)
 
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(kernel="rbf", gamma=1.0, degree=3, coef0=0.0, tol=1e-3, maxIter=20000, seed=0,
+                         calibrationFraction=0.0,
                          threshold=0.0, rawPredictionCol="rawPrediction", probabilityCol="probability")
 
     def getKernel(self):

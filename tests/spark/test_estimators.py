@@ -138,3 +138,20 @@ def test_train_validation_split_picks_a_model(spark, train):
     assert len(tvs.validationMetrics) == 2 and max(tvs.validationMetrics) > 0.8
     best = grid[int(np.argmax(tvs.validationMetrics))][estimator.C]
     assert tvs.bestModel.trainingSummary["params"]["C"] == best
+
+
+def test_platt_calibrated_probabilities(train, tmp_path):
+    df = train[2]
+    model = CSVC(C=1.0, gamma=0.5, numPartitions=2, calibrationFraction=0.25, seed=4).fit(df)
+    A, B = model.platt
+    assert A < 0
+    rows = model.transform(df).select("rawPrediction", "probability").collect()
+    f = np.array([r.rawPrediction[1] for r in rows])
+    p = np.array([r.probability[1] for r in rows])
+    np.testing.assert_allclose(p, 1 / (1 + np.exp(A * f + B)), atol=1e-12)
+    np.testing.assert_allclose([r.probability[0] for r in rows], 1 - p, atol=1e-12)
+    assert model.trainingSummary["n_train"] < 500  # the held-out quarter was not trained on
+    path = str(tmp_path / "calibrated")
+    model.write().overwrite().save(path)
+    assert BSVMModel.load(path).platt == (A, B)
+    assert "probability" not in CSVC(numPartitions=2).fit(df).transform(df).columns
