@@ -155,3 +155,39 @@ def test_platt_calibrated_probabilities(train, tmp_path):
     model.write().overwrite().save(path)
     assert BSVMModel.load(path).platt == (A, B)
     assert "probability" not in CSVC(numPartitions=2).fit(df).transform(df).columns
+
+
+def test_instance_weights_on_spark_match_the_local_fit(spark):
+    from core.svc import fit_csvc
+
+    X, y = make_rings(300, 4, seed=8)
+    w = np.where(y > 0, 2.0, 0.5)
+    model = CSVC(C=1.0, gamma=0.5, weightCol="weight", numPartitions=2).fit(to_df(spark, X, y, weights=w))
+    local = fit_csvc(LocalEngine(X, y, weights=w, n_partitions=2), C=1.0, kernel=KernelSpec(gamma=0.5))
+    np.testing.assert_allclose(model.expansion.coef, local.coef, atol=1e-9)
+
+
+def test_a_failing_driver_loop_leaves_no_stage_or_listener(spark, train):
+    from spark_bsvm.engine import SparkEngine
+
+    with pytest.raises(ZeroDivisionError):
+        with SparkEngine(train[2], num_partitions=2) as engine:
+            1 / 0  # the driver's loop fails mid-fit
+    assert not engine._thread.is_alive() and engine._listener.fileno() == -1
+
+
+@pytest.mark.data
+def test_one_vs_rest_on_letter(spark):
+    from pyspark.ml.classification import OneVsRest
+    from pyspark.ml.evaluation import MulticlassClassificationEvaluator
+
+    from tests.conftest import load_libsvm
+
+    X, y = load_libsvm("letter", "letter.scale", n_features=16)
+    Xt, yt = load_libsvm("letter", "letter.scale.t", n_features=16)
+    # OneVsRest numbers classes 0..k-1; letter's are 1..26
+    train_df = to_df(spark, X[:3000].toarray(), y[:3000] - 1)
+    test_df = to_df(spark, Xt[:2000].toarray(), yt[:2000] - 1)
+    model = OneVsRest(classifier=CSVC(C=10.0, gamma=2.0, numPartitions=2)).fit(train_df)
+    accuracy = MulticlassClassificationEvaluator(metricName="accuracy").evaluate(model.transform(test_df))
+    assert len(model.models) == 26 and accuracy > 0.85
