@@ -191,3 +191,13 @@ def test_one_vs_rest_on_letter(spark):
     model = OneVsRest(classifier=CSVC(C=10.0, gamma=2.0, numPartitions=2)).fit(train_df)
     accuracy = MulticlassClassificationEvaluator(metricName="accuracy").evaluate(model.transform(test_df))
     assert len(model.models) == 26 and accuracy > 0.85
+
+
+def test_cross_validator_runs_fits_concurrently(train):
+    from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
+
+    estimator = CSVC(gamma=0.5, numPartitions=1)  # one slot each: two fits at once on local[2]
+    grid = ParamGridBuilder().addGrid(estimator.C, [0.1, 10.0]).build()
+    cv = CrossValidator(estimator=estimator, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator(),
+                        numFolds=2, parallelism=2, seed=1).fit(train[2])
+    assert len(cv.avgMetrics) == 2 and min(cv.avgMetrics) > 0.8
