@@ -5,6 +5,7 @@ params and maps them to its ``core`` training function in ``_train``.
 """
 
 import numpy as np
+from pyspark import keyword_only
 from pyspark.ml import Estimator
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
@@ -15,6 +16,11 @@ from spark_bsvm.model import BSVMModel
 
 class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
     """Base of every spark-bsvm estimator (all its state is in Params)."""
+
+    @keyword_only
+    def setParams(self, **kwargs):
+        """Set params by keyword, as the constructor does; returns self."""
+        return self._set(**kwargs)
 
     def _kernel_spec(self):
         return KernelSpec(self.getKernel(), gamma=self.getGamma(), degree=self.getDegree(),

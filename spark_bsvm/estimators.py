@@ -27,10 +27,6 @@ class CSVC(_BSVMEstimator, _DualParams):
         super().__init__()
         self._set(**self._input_kwargs)
 
-    @keyword_only
-    def setParams(self, **kwargs):
-        return self._set(**kwargs)
-
     def setC(self, value):
         return self._set(C=value)
 
@@ -57,10 +53,6 @@ class BudgetSVM(_BSVMEstimator, _BudgetParams):
                  probabilityCol="probability", calibrationFraction=0.0):
         super().__init__()
         self._set(**self._input_kwargs)
-
-    @keyword_only
-    def setParams(self, **kwargs):
-        return self._set(**kwargs)
 
     def setBudget(self, value):
         return self._set(budget=value)

@@ -3,35 +3,21 @@ Spark session for all Spark tests (startup costs ~10 s)."""
 
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-DATA_DIR = Path(os.environ.get("BSVM_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
-
-
-def data_file(*parts):
-    """Path of a benchmark file, or skip the test when it is not there."""
-    path = DATA_DIR.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"benchmark file {path} not found (set BSVM_DATA_DIR)")
-    return path
-
+from bench import common
 
 def load_libsvm(*parts, n_features):
-    from sklearn.datasets import load_svmlight_file
-
-    X, y = load_svmlight_file(str(data_file(*parts)), n_features=n_features)
-    return X.tocsr(), y
+    """A LIBSVM-format benchmark file as (CSR, labels); skips the test when it is absent."""
+    return common.load_libsvm(*parts, n_features=n_features, on_missing=pytest.skip)
 
 
 @pytest.fixture(scope="session")
 def ripley():
     """Ripley's synthetic set: (X_train, y_train, X_test, y_test), labels 0/1."""
-    train = np.loadtxt(data_file("ripley", "synth.tr"), skiprows=1)
-    test = np.loadtxt(data_file("ripley", "synth.te"), skiprows=1)
-    return train[:, :2], train[:, 2], test[:, :2], test[:, 2]
+    return common.load_ripley(on_missing=pytest.skip)
 
 
 @pytest.fixture(scope="session")
