@@ -121,7 +121,6 @@ class KernelExpansion:
             return cls(sv, z["coef"], header["bias"], KernelSpec.from_dict(header["kernel"]),
                        header["classes"], n_features, header["metadata"], ids)
 
-
     def save(self, path):
         """Write the model to ``path`` (a .npz file) atomically: a crash leaves the old file intact."""
         payload = self.to_bytes()

@@ -311,7 +311,7 @@ class SparkEngine(Engine):
 
     def run(self, function_name, request, rebuild=None):
         message = dict(request, function=function_name)
-        for attempt in range(4):
+        for _ in range(4):
             try:
                 for conn in self._conns.values():
                     wire.send(conn, message)
