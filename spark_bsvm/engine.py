@@ -117,21 +117,18 @@ def _rows_from_arrow(column, n_features):
     if np.all(kinds == 1):  # all dense
         flat = values.flatten().to_numpy(zero_copy_only=False)
         return np.ascontiguousarray(flat.reshape(len(column), n_features), dtype=np.float64)
-    rows = column.to_pylist()
-    data, indices, indptr = [], [], [0]
-    for row in rows:
-        if row["type"] == 1:
-            dense = np.asarray(row["values"], dtype=np.float64)
-            nz = np.flatnonzero(dense)
-            indices.append(nz)
-            data.append(dense[nz])
-        else:
-            indices.append(np.asarray(row["indices"], dtype=np.int64))
-            data.append(np.asarray(row["values"], dtype=np.float64))
-        indptr.append(indptr[-1] + len(data[-1]))
-    return sp.csr_matrix((np.concatenate(data) if data else np.zeros(0),
-                          np.concatenate(indices) if indices else np.zeros(0, np.int64), indptr),
-                         shape=(len(rows), n_features))
+    # CSR in one pass over Arrow's flattened lists: a sparse row brings its indices, a dense row
+    # the positions 0..p-1; explicit zeros are dropped
+    lengths = values.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    data = values.flatten().to_numpy(zero_copy_only=False).astype(np.float64)
+    row_of = np.repeat(np.arange(len(column)), lengths)
+    starts = np.cumsum(lengths) - lengths
+    indices = np.arange(data.size, dtype=np.int64) - starts[row_of]
+    from_sparse = np.repeat(kinds == 0, lengths)
+    indices[from_sparse] = column.field("indices").flatten().to_numpy(zero_copy_only=False)
+    keep = data != 0.0
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=len(column)))])
+    return sp.csr_matrix((data[keep], indices[keep], indptr), shape=(len(column), n_features))
 
 
 def _make_task(host, port, secret, n_features, classes, has_weight, fault_injection):

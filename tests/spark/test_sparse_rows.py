@@ -1,0 +1,59 @@
+"""Sparse and mixed dense/sparse feature vectors: Arrow -> CSR in the training task, and a fit on them."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import scipy.sparse as sp
+
+from core.engine import LocalEngine
+from core.kernels import KernelSpec
+from core.svc import fit_csvc
+from spark_bsvm.engine import SparkEngine, _rows_from_arrow
+
+pytestmark = pytest.mark.spark
+
+_VECTOR = pa.struct([("type", pa.int8()), ("size", pa.int32()), ("indices", pa.list_(pa.int32())),
+                     ("values", pa.list_(pa.float64()))])
+
+
+def _arrow_vectors(X, dense_rows):
+    """Spark's VectorUDT layout in Arrow: rows in ``dense_rows`` dense, the others sparse."""
+    records = []
+    for i, x in enumerate(X):
+        if i in dense_rows:
+            records.append({"type": 1, "size": None, "indices": None, "values": x.tolist()})
+        else:
+            nz = np.flatnonzero(x)
+            records.append({"type": 0, "size": x.size, "indices": nz.tolist(), "values": x[nz].tolist()})
+    return pa.array(records, type=_VECTOR)
+
+
+def test_mixed_dense_and_sparse_vectors_become_the_same_csr_block():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((40, 7)) * (rng.random((40, 7)) < 0.3)
+    X[5] = 0.0  # an all-zero row, once sparse (no entries) and once dense
+    X[6] = 0.0
+    column = _arrow_vectors(X, dense_rows={0, 6, 11, 12, 39})
+    rows = _rows_from_arrow(column, 7)
+    assert sp.issparse(rows)
+    np.testing.assert_array_equal(rows.toarray(), X)
+    # a slice of the column (Arrow offsets) converts to the matching rows
+    np.testing.assert_array_equal(_rows_from_arrow(column.slice(10, 20), 7).toarray(), X[10:30])
+
+
+def test_spark_fit_on_sparse_vectors_equals_the_local_fit_on_csr(spark):
+    from pyspark.ml.linalg import Vectors
+
+    rng = np.random.default_rng(4)
+    X = (rng.random((300, 30)) < 0.2).astype(float)
+    y = np.where(X[:, :5].sum(axis=1) + 0.3 * rng.standard_normal(300) > 1.0, 1.0, -1.0)
+    rows = [(Vectors.sparse(30, np.flatnonzero(x).tolist(), x[x != 0].tolist()) if i % 7 else Vectors.dense(x),
+             float(label)) for i, (x, label) in enumerate(zip(X, y))]
+    df = spark.sparkContext.parallelize(rows, 2).toDF(["features", "label"])
+    kernel = KernelSpec("rbf", gamma=0.1)
+    with SparkEngine(df, num_partitions=2) as engine:
+        on_spark = fit_csvc(engine, C=2.0, kernel=kernel, tol=1e-6)
+    local = fit_csvc(LocalEngine(sp.csr_matrix(X), y, n_partitions=2), C=2.0, kernel=kernel, tol=1e-6)
+    assert sp.issparse(on_spark.support_vectors)
+    np.testing.assert_array_equal(on_spark.support_vectors.toarray(), local.support_vectors.toarray())
+    np.testing.assert_allclose(on_spark.coef, local.coef, rtol=0, atol=1e-9)
