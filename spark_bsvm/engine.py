@@ -82,12 +82,17 @@ def check_barrier_possible(spark, num_partitions):
             "partitions or add executors/cores")
 
 
-def _check_training_data(prepared, features_col, label_col):
+def _check_training_data(prepared, features_col, label_col, weight_col=None):
     """(the two label values, the row count) of the training data, or a ValueError naming the problem."""
     from pyspark.sql import functions as F
 
+    bad_weight = F.lit(False)
+    if weight_col:
+        w = F.col("weight")
+        bad_weight = w.isNull() | F.isnan(w) | (w <= 0) | (w == float("inf"))
     groups = prepared.groupBy("label").agg(
-        F.count(F.lit(1)).alias("rows"), F.sum(F.col("features").isNull().cast("long")).alias("null_features")
+        F.count(F.lit(1)).alias("rows"), F.sum(F.col("features").isNull().cast("long")).alias("null_features"),
+        F.sum(bad_weight.cast("long")).alias("bad_weights"),
     ).collect()
     n_rows = sum(g["rows"] for g in groups)
     if n_rows == 0:
@@ -99,6 +104,10 @@ def _check_training_data(prepared, features_col, label_col):
     if null_features:
         raise ValueError(f"features column '{features_col}' has {null_features} null value(s); "
                          "drop or impute those rows")
+    bad_weights = sum(g["bad_weights"] for g in groups)
+    if bad_weights:
+        raise ValueError(f"weight column '{weight_col}' has {bad_weights} value(s) that are null, NaN, infinite "
+                         "or <= 0; instance weights must be positive finite numbers")
     return two_classes([g["label"] for g in groups]), int(n_rows)
 
 
@@ -201,7 +210,7 @@ class SparkEngine(Engine):
         if weight_col:
             columns.append(F.col(weight_col).cast("double").alias("weight"))
         prepared = df.select(*columns)
-        self.classes, self.n_examples = _check_training_data(prepared, features_col, label_col)
+        self.classes, self.n_examples = _check_training_data(prepared, features_col, label_col, weight_col)
         self.n_features = int(prepared.select("features").first()["features"].size)
         self._secret = secrets.token_hex(32)
         host = spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")

@@ -97,6 +97,18 @@ def test_bad_feature_values_are_named(spark, rows, message):
         CSVC(numPartitions=1).fit(spark.createDataFrame(rows, ["features", "label"]))
 
 
+@pytest.mark.parametrize("weight", [0.0, -1.0, float("nan"), float("inf"), None])
+def test_bad_instance_weights_are_named(spark, weight):
+    from pyspark.ml.linalg import VectorUDT
+    from pyspark.sql.types import DoubleType, StructField, StructType
+
+    schema = StructType([StructField("features", VectorUDT()), StructField("label", DoubleType()),
+                         StructField("w", DoubleType())])
+    df = spark.createDataFrame([(Vectors.dense([0.0]), 0.0, 1.0), (Vectors.dense([1.0]), 1.0, weight)], schema)
+    with pytest.raises(ValueError, match="weight column 'w' has 1 value\\(s\\) that are null, NaN, infinite or <= 0"):
+        CSVC(numPartitions=1, weightCol="w").fit(df)
+
+
 def test_empty_training_data_is_refused(spark, train):
     with pytest.raises(ValueError, match="the training data is empty"):
         CSVC(numPartitions=1).fit(train[2].limit(0))
