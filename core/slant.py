@@ -268,6 +268,11 @@ class _Held:
         top = idx[v == v.max()]
         return int(top[np.argmin(self.ids[top])])
 
+    def drift_bound(self, drift):
+        """Per class slot, the largest violation an unreported example can have after ``drift``."""
+        slack = np.where((drift > 0) & np.isfinite(self.bound), _SLACK * (1.0 + np.abs(self.bound)), 0.0)
+        return self.bound + drift * (1.0 + _SLACK) + slack
+
     def violation(self, k):
         return self.h[k] - self.c[k]
 
@@ -301,8 +306,7 @@ def _step_locally(held, path, kernel, eta, epsilon, kmax, nonnegative, aggressiv
         if k is None:  # the basic rule, or no support vector violates: the overall most violating index
             k = held.best(everything)
             value = -np.inf if k is None else held.violation(k)
-            bound = held.bound + eta * kmax * raised * (1.0 + _SLACK) + np.where(
-                raised > 0, _SLACK * (1.0 + np.abs(held.bound)), 0.0)
+            bound = held.drift_bound(eta * kmax * raised)
             if value <= epsilon:
                 if np.all(bound <= epsilon):
                     return "objective", pending
