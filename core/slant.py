@@ -109,12 +109,13 @@ def slant_model_at(model, n_support):
     It is the longest prefix of the recorded steps that uses no more than ``n_support`` distinct
     examples: the last iterate of the path at that support size.
     """
-    coef = slant_path_coef(model, [n_support])[0]
+    positions = _step_positions(model)
     k = min(int(n_support), model.n_support)
-    meta = dict(model.metadata, steps=_prefix(model, k), n_support_limit=int(n_support))
-    return KernelExpansion(take_rows(model.support_vectors, np.arange(k)), coef[:k], model.bias, model.kernel,
-                           list(model.classes), model.n_features, meta,
-                           None if model.support_ids is None else model.support_ids[:k])
+    coef = slant_path_coef(model, [k])[0][:k]
+    meta = dict(model.metadata, steps=model.metadata["steps"][:_prefix_length(positions, k)],
+                n_support_limit=int(n_support))
+    return KernelExpansion(take_rows(model.support_vectors, np.arange(k)), coef, model.bias, model.kernel,
+                           list(model.classes), model.n_features, meta, model.support_ids[:k])
 
 
 def slant_path_coef(model, sizes):
@@ -123,30 +124,29 @@ def slant_path_coef(model, sizes):
     Row r is aligned with ``model.support_vectors`` (zeros beyond the first ``sizes[r]``), so that
     ``K(X, model.support_vectors) @ rows.T + model.bias`` evaluates every size at once.
     """
-    if "steps" not in model.metadata or model.support_ids is None:
-        raise ValueError("this model holds no slant path: use a model returned by fit_slant")
-    position = {int(i): p for p, i in enumerate(model.support_ids.tolist())}
-    steps = np.array([position[int(i)] for i in model.metadata["steps"]], np.int64)
+    positions = _step_positions(model)
     sign = np.sign(model.coef)
     out = np.zeros((len(sizes), model.n_support))
     for r, size in enumerate(sizes):
         if size < 0:
             raise ValueError(f"a support size must be >= 0, got {size}")
-        prefix = steps[steps < size] if size >= model.n_support else steps[:_prefix_length(steps, size)]
+        prefix = positions[:_prefix_length(positions, size)]
         out[r] = model.metadata["eta"] * np.bincount(prefix, minlength=model.n_support) * sign
     return out
 
 
-def _prefix_length(steps, size):
-    """Steps before the first step on support vector number ``size`` (positions are first-appearance order)."""
-    beyond = np.flatnonzero(steps >= size)
-    return beyond[0] if beyond.size else steps.size
+def _step_positions(model):
+    """Every step of the recorded path as a position in ``model.support_vectors`` (first-appearance order)."""
+    if "steps" not in model.metadata or model.support_ids is None:
+        raise ValueError("this model holds no slant path: use a model returned by fit_slant")
+    position = {i: p for p, i in enumerate(model.support_ids.tolist())}
+    return np.array([position[i] for i in model.metadata["steps"]], np.int64)
 
 
-def _prefix(model, k):
-    position = {int(i): p for p, i in enumerate(model.support_ids.tolist())}
-    steps = model.metadata["steps"]
-    return steps[:_prefix_length(np.array([position[int(i)] for i in steps], np.int64), k)]
+def _prefix_length(positions, size):
+    """Steps before the first step on support vector number ``size`` + 1 (that is, at position ``size``)."""
+    beyond = np.flatnonzero(positions >= size)
+    return int(beyond[0]) if beyond.size else positions.size
 
 
 def _check(engine, reference, eta, epsilon, max_support, max_steps, candidates_per_class):
@@ -235,20 +235,17 @@ class _Held:
     """
 
     def __init__(self, answers, path):
-        sv_ids = np.concatenate([a["sv_ids"] for a in answers])
-        order = np.argsort(path.position(sv_ids), kind="stable")
-        cand_ids = np.concatenate([a["cand_ids"] for a in answers])
-        self.n_sv = sv_ids.size
-        self.ids = np.concatenate([sv_ids[order], cand_ids])
-        sv_y = np.array(path.y, np.float64)[path.position(sv_ids[order])] if self.n_sv else np.zeros(0)
-        self.y = np.concatenate([sv_y] + [a["cand_y"] for a in answers])
-        self.h = np.concatenate([np.concatenate([a["sv_h"] for a in answers])[order]]
-                                + [a["cand_h"] for a in answers])
-        self.c = np.concatenate([np.concatenate([a["sv_c"] for a in answers])[order]]
-                                + [a["cand_c"] for a in answers])
-        self.is_sv = np.arange(self.ids.size) < self.n_sv
-        sv_rows = take_rows(path.rows(), path.position(sv_ids[order]))
-        self.rows = stack_rows([sv_rows] + [a["cand_rows"] for a in answers])
+        def joined(key):
+            return np.concatenate([a[key] for a in answers])
+
+        sv_ids = joined("sv_ids")
+        at = path.position(sv_ids)  # the driver holds the support vectors' labels and rows
+        self.ids = np.concatenate([sv_ids, joined("cand_ids")])
+        self.y = np.concatenate([np.array(path.y, np.float64)[at], joined("cand_y")])
+        self.h = np.concatenate([joined("sv_h"), joined("cand_h")])
+        self.c = np.concatenate([joined("sv_c"), joined("cand_c")])
+        self.is_sv = np.arange(self.ids.size) < sv_ids.size
+        self.rows = stack_rows([take_rows(path.rows(), at)] + [a["cand_rows"] for a in answers])
         values = np.stack([a["next_value"] for a in answers])
         ids = np.stack([a["next_id"] for a in answers])
         self.bound = np.full(2, -np.inf)
