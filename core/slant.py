@@ -10,7 +10,7 @@ by subgradient steps w~ += eta y_k phi(x_k) from w~ = 0 (section 4.2): the basic
 index k maximising v_k = h_k - c~_k and stops when f(w~) <= epsilon.  The aggressive variant (section
 6.1) steps on the most violating current support vector while one has v_k > epsilon (the text prints
 <=; the violated ones are meant) and takes a new index only when none has.  Every step is on an index
-with v_k > epsilon, so with K(x, x) <= Kmax
+with v_k > epsilon, so with |K(x, z)| <= Kmax over the data (1 for rbf)
 
     ||w~_{t+1} - w||^2 <= ||w~_t - w||^2 - eta (2 epsilon - eta Kmax)
 
@@ -18,7 +18,7 @@ with v_k > epsilon, so with K(x, x) <= Kmax
 eta Kmax)) steps when 2 epsilon > eta Kmax: Lemma 4.2's 4 ||w||^2 for eta = epsilon = 1/2 and rbf.
 That bound is the default step limit.
 
-Batched, exactly.  A step moves every response by at most eta Kmax (|K(x, z)| <= Kmax), and for a
+Batched, exactly.  A step moves every response by at most eta Kmax, and for a
 kernel with K >= 0 (rbf, poly of even degree) it can only raise the violations of the other class.
 Each round the partitions apply the steps taken since the last round and report the responses of the
 support vectors and, per class, their top-q violators with rows, plus the best violation they did
@@ -175,7 +175,7 @@ def _step_limit(max_steps, sq_norm, eta, epsilon, kmax):
         return int(max_steps)
     rate = eta * (2.0 * epsilon - eta * kmax)
     if rate <= 0:
-        raise ValueError(f"with eta={eta:g}, epsilon={epsilon:g} and max K(x, x)={kmax:g}, 2 epsilon <= eta Kmax: "
+        raise ValueError(f"with eta={eta:g}, epsilon={epsilon:g} and max |K(x, z)|={kmax:g}, 2 epsilon <= eta Kmax: "
                          "the method has no step bound, so give max_steps (or lower eta)")
     return max(1, math.ceil(sq_norm / rate))
 

@@ -22,7 +22,7 @@ it does not see.
 
 import numpy as np
 
-from core.kernels import KernelSpec, kernel_block, kernel_diag
+from core.kernels import KernelSpec, kernel_block
 from core.partition import partition_function
 from core.partition.common import kernel_times, locate
 from core.rows import take_rows
@@ -59,6 +59,17 @@ def ranked(values, ids, mask, k):
     return idx, -np.inf, -1
 
 
+def kernel_bound(data, spec):
+    """A bound on |K(x, z)| over the partition's rows: 1 for rbf, |x . z| <= max ||x||^2 for linear,
+    (gamma max ||x||^2 + |coef0|)^degree for poly (which need not be positive semi-definite)."""
+    if spec.name == "rbf" or len(data) == 0:
+        return 1.0 if spec.name == "rbf" else 0.0
+    largest = float(data.sq_norms.max())
+    if spec.name == "linear":
+        return largest
+    return (spec.gamma * largest + abs(spec.coef0)) ** spec.degree
+
+
 def _reset(data, request):
     """Rebuild h, eligibility, responses and support from the reference and the driver's model."""
     spec = KernelSpec.from_dict(request["kernel"])
@@ -87,13 +98,13 @@ def slant_round(data, state, request):
     Answer: ``sv_ids, sv_h, sv_c`` for the support examples held here;
     ``cand_ids, cand_rows, cand_y, cand_h, cand_c``; ``next_value`` and
     ``next_id`` (per class) of the best unreported eligible non-support
-    example; on reset also ``kmax`` (max K(x, x)) and ``n_eligible``.
+    example; on reset also ``kmax`` (``kernel_bound``) and ``n_eligible``.
     """
     answer = {}
     if request["reset"]:
         state = _reset(data, request)
         spec = KernelSpec.from_dict(request["kernel"])
-        answer["kmax"] = float(kernel_diag(data.rows, spec, data.sq_norms).max()) if len(data) else 0.0
+        answer["kmax"] = kernel_bound(data, spec)
         answer["n_eligible"] = int(state["eligible"].sum())
     h, eligible, responses, support = state["h"], state["eligible"], state["responses"], state["support"]
     if len(request["step_order"]):

@@ -146,3 +146,16 @@ def test_a_reference_for_other_data_is_refused(problem):
         fit_slant(LocalEngine(X, y), "model.npz")
     with pytest.raises(ValueError, match="this model holds no slant path: use a model returned by fit_slant"):
         slant_model_at(reference, 3)
+
+
+@pytest.mark.parametrize("kernel", [KernelSpec("linear"), KernelSpec("poly", gamma=0.5, degree=3, coef0=1.0)])
+def test_kernels_that_can_be_negative_take_the_one_step_path_too(problem, kernel):
+    X, y, _ = problem
+    X = X[:120] / 2.0
+    y = y[:120]
+    reference = fit_csvc(LocalEngine(X, y), C=1.0, kernel=kernel)
+    model = fit_slant(LocalEngine(X, y, n_partitions=2), reference, eta=0.05, epsilon=0.3, max_steps=300,
+                      candidates_per_class=4)
+    steps, reason = naive_slant_steps(X, y, reference, 0.05, 0.3, max_steps=300)
+    assert model.metadata["steps"] == steps and model.metadata["stopped"] == reason
+    assert model.metadata["kmax"] >= np.abs(naive_kernel(X, X, kernel)).max()
