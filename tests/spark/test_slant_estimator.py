@@ -10,6 +10,7 @@ from core.slant import fit_slant, slant_model_at
 from core.svc import fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm import BSVMModel, SlantSparsifier
+from spark_bsvm.engine import SparkEngine
 from tests.conftest import to_df
 
 pytestmark = pytest.mark.spark
@@ -46,6 +47,20 @@ def test_spark_fit_equals_local_fit(setup, aggressive):
     assert _positions(sparse) == _positions(local)
     assert sparse.metadata["rounds"] == local.metadata["rounds"]
     assert (on_spark.getKernel(), on_spark.getGamma()) == ("rbf", 0.5)  # the reference's kernel
+
+
+def test_a_task_lost_mid_fit_resumes_on_the_same_path(setup, tmp_path):
+    X, labels, df, reference, _ = setup
+    marker = tmp_path / "fault-injected"
+    params = dict(eta=0.5, epsilon=0.5, aggressive=True, candidates_per_class=16)
+    with SparkEngine(df, num_partitions=2, fault_injection={"round": 5, "marker": str(marker)}) as engine:
+        disturbed = fit_slant(engine, reference, **params)
+    assert marker.exists()  # the fault really happened
+    undisturbed = fit_slant(LocalEngine(X, labels, n_partitions=2), reference, **params)
+    # the rebuilt responses differ from the stepped ones by rounding only: the same path
+    assert _positions(disturbed) == _positions(undisturbed)
+    np.testing.assert_array_equal(disturbed.support_vectors, undisturbed.support_vectors)
+    np.testing.assert_array_equal(disturbed.coef, undisturbed.coef)
 
 
 def test_save_load_round_trip_keeps_the_path(setup, tmp_path):
