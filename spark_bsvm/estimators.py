@@ -2,9 +2,11 @@
 
 from pyspark import keyword_only
 
+from core.slant import fit_slant
 from core.svc import fit_budget_svm, fit_csvc
 from spark_bsvm.estimator import _BSVMEstimator, positive
-from spark_bsvm.params import _BudgetParams, _DualParams
+from spark_bsvm.model import BSVMModel
+from spark_bsvm.params import _BudgetParams, _DualParams, _SlantParams
 
 
 class CSVC(_BSVMEstimator, _DualParams):
@@ -68,3 +70,68 @@ class BudgetSVM(_BSVMEstimator, _BudgetParams):
                               C=positive("C", self.getC()), norm=self.getOrDefault(self.norm), kernel=kernel,
                               tol=self.getTol(), working_set_size=self.getOrDefault(self.workingSetSize),
                               max_rounds=self.getMaxIter(), prune=self.getOrDefault(self.prune))
+
+
+class SlantSparsifier(_BSVMEstimator, _SlantParams):
+    """Cotter, Shalev-Shwartz & Srebro's slant-loss sparsifier: a sparse SVM from a trained reference.
+
+    Sparsifies the model saved at ``referenceModelPath`` (a ``BSVMModel`` of any method, trained on
+    the same features and labels): subgradient steps w~ += eta y_k phi(x_k) on the most violated
+    example of max_i h_i - y_i <w~, phi(x_i)>, h_i = min(1, y_i f(x_i)) - y_i b, until every
+    violation is <= ``epsilon``, the support set reaches ``maxSupport`` or ``maxIter`` steps were
+    taken.  ``aggressive=True`` re-steps on violating support vectors before adding new ones.  The
+    model keeps the reference's kernel and bias (its kernel params report them; this estimator's
+    are not used) and records the whole path: ``core.slant.slant_model_at(model.expansion, k)`` is
+    the model with k support vectors, so one fit serves every support size.
+
+    The reference is a path, not a model object, because pyspark.ml params hold plain values: the
+    estimator can then be copied, saved and loaded, put in a Pipeline and tuned by CrossValidator
+    like any other.  ``weightCol`` is not supported.
+
+    >>> CSVC(C=10.0).fit(train_df).write().save("/models/csvc")          # doctest: +SKIP
+    >>> sparse = SlantSparsifier(referenceModelPath="/models/csvc", aggressive=True,
+    ...                          maxSupport=300).fit(train_df)           # doctest: +SKIP
+    """
+
+    @keyword_only
+    def __init__(self, *, referenceModelPath=None, featuresCol="features", labelCol="label",
+                 predictionCol="prediction", rawPredictionCol="rawPrediction", eta=0.5, epsilon=0.5, maxSupport=None,
+                 aggressive=False, maxIter=100000, candidatesPerClass=64, numPartitions=None, threshold=0.0, seed=0,
+                 probabilityCol="probability", calibrationFraction=0.0):
+        super().__init__()
+        self._set(**self._input_kwargs)
+
+    def setReferenceModelPath(self, value):
+        return self._set(referenceModelPath=value)
+
+    def _validate_params(self):
+        super()._validate_params()
+        if not self.isDefined(self.referenceModelPath) or not self.getOrDefault(self.referenceModelPath):
+            raise ValueError("referenceModelPath is not set: save a fitted BSVMModel with "
+                             "model.write().save(path) and pass that path")
+        if self.getMaxIter() < 1:
+            raise ValueError(f"maxIter (the most subgradient steps) must be >= 1, got {self.getMaxIter()}")
+        if self.isDefined(self.weightCol) and self.getWeightCol():
+            raise ValueError("weightCol is not supported by the slant sparsifier (its steps have no per-example "
+                             "weight); unset weightCol")
+
+    def _fit(self, dataset):
+        self._validate_params()
+        path = self.getOrDefault(self.referenceModelPath)
+        try:
+            # read before the training stage starts: it holds every task slot until the fit ends
+            reference = BSVMModel.load(path).expansion
+        except Exception as exc:
+            raise ValueError(f"cannot read a BSVMModel at referenceModelPath={path!r}: {exc}") from exc
+        fitting = self.copy()
+        fitting._reference = reference
+        model = _BSVMEstimator._fit(fitting, dataset)
+        kernel = reference.kernel
+        return model._set(kernel=kernel.name, gamma=kernel.gamma, degree=kernel.degree, coef0=kernel.coef0)
+
+    def _train(self, engine, kernel):
+        get = self.getOrDefault
+        max_support = get(self.maxSupport) if self.isDefined(self.maxSupport) else None
+        return fit_slant(engine, self._reference, eta=get(self.eta), epsilon=get(self.epsilon),
+                         max_support=max_support, max_steps=self.getMaxIter(), aggressive=get(self.aggressive),
+                         candidates_per_class=get(self.candidatesPerClass))

@@ -69,3 +69,25 @@ class _BudgetParams(_DualParams):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(budget=100, norm="l1", prune=False)
+
+
+class _SlantParams(_BSVMParams):
+    """Params of the slant-loss sparsifier (Cotter, Shalev-Shwartz & Srebro)."""
+
+    referenceModelPath = Param(Params._dummy(), "referenceModelPath", "path of a saved BSVMModel (any spark-bsvm "
+                               "method, trained on the same features and labels) to sparsify; its kernel and "
+                               "bias are kept", TypeConverters.toString)
+    eta = Param(Params._dummy(), "eta", "subgradient step size (> 0; the paper's analysis uses 1/2)",
+                TypeConverters.toFloat)
+    epsilon = Param(Params._dummy(), "epsilon", "stop when every eligible example's violation h_i - y_i f~(x_i) "
+                    "is <= epsilon (>= 0; the paper's analysis uses 1/2)", TypeConverters.toFloat)
+    maxSupport = Param(Params._dummy(), "maxSupport", "stop before the support set would exceed this size "
+                       "(integer >= 1; unset: no limit)", TypeConverters.toInt)
+    aggressive = Param(Params._dummy(), "aggressive", "section 6.1's variant: step on violating support vectors "
+                       "before taking a new one (sparser, more steps)", TypeConverters.toBoolean)
+    candidatesPerClass = Param(Params._dummy(), "candidatesPerClass", "most violating examples each partition "
+                               "reports per class and round (integer >= 1)", TypeConverters.toInt)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(eta=0.5, epsilon=0.5, aggressive=False, candidatesPerClass=64, maxIter=100000)

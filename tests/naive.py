@@ -53,3 +53,39 @@ def naive_dual_objective(K, y, alpha):
     """f(a) = 1/2 a^T Q a - e^T a with Q_ij = y_i y_j K_ij."""
     c = alpha * y
     return 0.5 * c @ K @ c - alpha.sum()
+
+
+def naive_slant_steps(X, y, reference, eta, epsilon, aggressive=False, max_support=None, max_steps=10**9):
+    """The slant-loss sparsifier one step at a time over all n examples (Cotter et al., sections 4.2, 4.6, 6.1).
+
+    y in {-1, +1}; ``reference`` a KernelExpansion with bias b.  Returns (row index of every step, stop
+    reason).  Ties go to the smaller row index.
+    """
+    K = naive_kernel(X, X, reference.kernel)
+    b = reference.bias
+    margin = y * (naive_kernel(X, reference.support_vectors, reference.kernel) @ reference.coef + b)
+    h = np.minimum(1.0, margin) - y * b
+    eligible = margin > 0
+    c = np.zeros(len(y))
+    support = np.zeros(len(y), bool)
+    steps = []
+
+    def most_violating(mask):
+        if not mask.any():
+            return None
+        v = np.where(mask, h - c, -np.inf)
+        return int(np.flatnonzero(v == v.max())[0])
+
+    while True:
+        if len(steps) >= max_steps:
+            return steps, "max_steps"
+        k = most_violating(support & (h - c > epsilon)) if aggressive else None
+        if k is None:
+            k = most_violating(eligible)
+            if k is None or h[k] - c[k] <= epsilon:
+                return steps, "objective"
+            if not support[k] and support.sum() == max_support:
+                return steps, "max_support"
+        c += (eta * y[k]) * y * K[:, k]
+        support[k] = True
+        steps.append(k)

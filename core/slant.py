@@ -1,0 +1,332 @@
+"""The slant-loss sparsifier of Cotter, Shalev-Shwartz & Srebro: a sparse SVM from any reference model.
+
+Given a reference g(x) = <w, phi(x)> + b, find a sparse w~ (keeping b) for problem 4.1 with the bias of
+section 4.6:
+
+    minimise f(w~) = max_{i: y_i g(x_i) > 0} h_i - c~_i,   h_i = min(1, y_i g(x_i)) - y_i b,
+                                                           c~_i = y_i <w~, phi(x_i)>
+
+by subgradient steps w~ += eta y_k phi(x_k) from w~ = 0 (section 4.2): the basic method steps on the
+index k maximising v_k = h_k - c~_k and stops when f(w~) <= epsilon.  The aggressive variant (section
+6.1) steps on the most violating current support vector while one has v_k > epsilon (the text prints
+<=; the violated ones are meant) and takes a new index only when none has.  Every step is on an index
+with v_k > epsilon, so with |K(x, z)| <= Kmax over the data (1 for rbf)
+
+    ||w~_{t+1} - w||^2 <= ||w~_t - w||^2 - eta (2 epsilon - eta Kmax)
+
+(because h_k - y_k <w, phi(x_k)> <= 0), and either method stops within ||w||^2 / (eta (2 epsilon -
+eta Kmax)) steps when 2 epsilon > eta Kmax: Lemma 4.2's 4 ||w||^2 for eta = epsilon = 1/2 and rbf.
+That bound is the default step limit.
+
+Batched, exactly.  A step moves every response by at most eta Kmax, and for a
+kernel with K >= 0 (rbf, poly of even degree) it can only raise the violations of the other class.
+Each round the partitions apply the steps taken since the last round and report the responses of the
+support vectors and, per class, their top-q violators with rows, plus the best violation they did
+not report.  The driver then steps on what it holds for as long as its best example provably beats
+every unreported one (reported bound + accumulated drift, ties broken by the smaller id): the step
+sequence is that of the one-step-at-a-time algorithm, in far fewer rounds.  Steps on support vectors
+in the aggressive variant need no proof at all.
+
+The whole path is recorded: ``metadata["steps"]`` lists the id of every step and the support vectors
+are ordered by first appearance, so the model at any support size is a prefix (``slant_model_at``).
+"""
+
+import logging
+import math
+import time
+
+import numpy as np
+
+from core.kernels import KernelSpec, kernel_block
+from core.model import KernelExpansion
+from core.partition.slant import NEG, POS, add_steps
+from core.rows import stack_rows, take_rows
+
+log = logging.getLogger("spark_bsvm")
+
+_SLACK = 1e-12  # relative margin on a drift bound, for the rounding of the responses the driver cannot see
+
+
+def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_steps=None, aggressive=False,
+              candidates_per_class=64):
+    """Sparsify ``reference`` (a ``KernelExpansion`` trained on the same labels) on ``engine``'s data.
+
+    ``eta``: step size; ``epsilon``: stop when f(w~) <= epsilon (the paper's analysis uses 1/2 for
+    both); ``max_support``: stop before a step would add support vector ``max_support + 1``;
+    ``max_steps``: at most this many steps (default: the convergence bound of the module doc, which
+    then must exist); ``aggressive``: section 6.1's variant; ``candidates_per_class``: top violators
+    each partition reports per class and round (more: fewer rounds, more driver work per step).
+    The result keeps the reference's kernel and bias; its metadata holds the step path.
+    """
+    _check(engine, reference, eta, epsilon, max_support, max_steps, candidates_per_class)
+    kernel = reference.kernel
+    sq_norm = float(reference.coef @ (reference.decision_function(reference.support_vectors) - reference.bias))
+    path = _Path(engine.n_features)
+    base = {"kernel": kernel.to_dict(), "eta": float(eta), "n_select": int(candidates_per_class)}
+    reset = dict(base, reset=True, ref_rows=reference.support_vectors, ref_coef=reference.coef,
+                 ref_bias=reference.bias, step_order=np.zeros(0, np.int64))
+
+    def rebuild():
+        ids, rows, coef = path.model(eta)
+        return dict(reset, sv_ids=ids, sv_rows=rows, sv_coef=coef)
+
+    request = rebuild()
+    start = time.perf_counter()
+    rounds, stopped, limit = 0, None, max_steps
+    while True:
+        answers = engine.run("slant_round", request, rebuild=rebuild)
+        rounds += 1
+        if rounds == 1:
+            kmax = max(a["kmax"] for a in answers)
+            limit = _step_limit(max_steps, sq_norm, eta, epsilon, kmax)
+            nonnegative = _nonnegative(kernel)
+        held = _Held(answers, path)
+        if stopped:  # the last round only brought the partitions up to date: f is now exact
+            break
+        stopped, pending = _step_locally(held, path, kernel, eta, epsilon, kmax, nonnegative, aggressive,
+                                         max_support, limit)
+        log.info("slant round %d: %d steps, support %d, %.1fs", rounds, len(path.steps), len(path.ids),
+                 time.perf_counter() - start)
+        if stopped and not pending:
+            break
+        request = dict(base, reset=False, **_step_request(held, pending))
+    meta = {"method": "slant_aggressive" if aggressive else "slant_basic",
+            "params": {"eta": eta, "epsilon": epsilon, "max_support": max_support, "max_steps": max_steps,
+                       "aggressive": aggressive, "candidates_per_class": candidates_per_class,
+                       "kernel": kernel.to_dict()},
+            "steps": [int(i) for i in path.steps], "eta": eta, "stopped": stopped, "rounds": rounds,
+            "objective": held.objective(), "step_limit": limit, "kmax": kmax, "n_train": engine.n_examples,
+            "reference": {"method": reference.metadata.get("method"), "n_support": reference.n_support,
+                          "sq_norm": sq_norm, "bias": reference.bias}}
+    ids, rows, coef = path.model(eta)
+    return KernelExpansion(rows, coef, reference.bias, kernel, list(reference.classes), engine.n_features,
+                           meta, ids)
+
+
+def slant_model_at(model, n_support):
+    """The model of ``fit_slant``'s path with at most ``n_support`` support vectors.
+
+    It is the longest prefix of the recorded steps that uses no more than ``n_support`` distinct
+    examples: the last iterate of the path at that support size.
+    """
+    positions = _step_positions(model)
+    k = min(int(n_support), model.n_support)
+    coef = slant_path_coef(model, [k])[0][:k]
+    meta = dict(model.metadata, steps=model.metadata["steps"][:_prefix_length(positions, k)],
+                n_support_limit=int(n_support))
+    return KernelExpansion(take_rows(model.support_vectors, np.arange(k)), coef, model.bias, model.kernel,
+                           list(model.classes), model.n_features, meta, model.support_ids[:k])
+
+
+def slant_path_coef(model, sizes):
+    """Coefficients of the path's models at the given support sizes, one row per size.
+
+    Row r is aligned with ``model.support_vectors`` (zeros beyond the first ``sizes[r]``), so that
+    ``K(X, model.support_vectors) @ rows.T + model.bias`` evaluates every size at once.
+    """
+    positions = _step_positions(model)
+    sign = np.sign(model.coef)
+    out = np.zeros((len(sizes), model.n_support))
+    for r, size in enumerate(sizes):
+        if size < 0:
+            raise ValueError(f"a support size must be >= 0, got {size}")
+        prefix = positions[:_prefix_length(positions, size)]
+        out[r] = model.metadata["eta"] * np.bincount(prefix, minlength=model.n_support) * sign
+    return out
+
+
+def _step_positions(model):
+    """Every step of the recorded path as a position in ``model.support_vectors`` (first-appearance order)."""
+    if "steps" not in model.metadata or model.support_ids is None:
+        raise ValueError("this model holds no slant path: use a model returned by fit_slant")
+    position = {i: p for p, i in enumerate(model.support_ids.tolist())}
+    return np.array([position[i] for i in model.metadata["steps"]], np.int64)
+
+
+def _prefix_length(positions, size):
+    """Steps before the first step on support vector number ``size`` + 1 (that is, at position ``size``)."""
+    beyond = np.flatnonzero(positions >= size)
+    return int(beyond[0]) if beyond.size else positions.size
+
+
+def _check(engine, reference, eta, epsilon, max_support, max_steps, candidates_per_class):
+    if not isinstance(reference, KernelExpansion):
+        raise ValueError(f"reference must be a KernelExpansion (a trained model's expansion), got "
+                         f"{type(reference).__name__}")
+    if reference.n_features != engine.n_features:
+        raise ValueError(f"the reference model has {reference.n_features} features but the data has "
+                         f"{engine.n_features}: sparsify on the data the reference was trained on")
+    if [str(c) for c in reference.classes] != [str(c) for c in engine.classes]:
+        raise ValueError(f"the reference model's label values {list(reference.classes)} differ from the data's "
+                         f"{list(engine.classes)}: use the labels the reference was trained with")
+    if not (np.isfinite(eta) and eta > 0):
+        raise ValueError(f"eta must be a positive finite number, got {eta!r}")
+    if not (np.isfinite(epsilon) and epsilon >= 0):
+        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+    for name, value in (("max_support", max_support), ("max_steps", max_steps),
+                        ("candidates_per_class", candidates_per_class)):
+        if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _step_limit(max_steps, sq_norm, eta, epsilon, kmax):
+    """``max_steps``, or the convergence bound ||w||^2 / (eta (2 epsilon - eta Kmax)) of the module doc."""
+    if max_steps is not None:
+        return int(max_steps)
+    rate = eta * (2.0 * epsilon - eta * kmax)
+    if rate <= 0:
+        raise ValueError(f"with eta={eta:g}, epsilon={epsilon:g} and max |K(x, z)|={kmax:g}, 2 epsilon <= eta Kmax: "
+                         "the method has no step bound, so give max_steps (or lower eta)")
+    return max(1, math.ceil(sq_norm / rate))
+
+
+def _nonnegative(kernel):
+    """True when K(x, z) >= 0 for all x, z: a step then only raises the other class's violations."""
+    return kernel.name == "rbf" or (kernel.name == "poly" and kernel.degree % 2 == 0)
+
+
+class _Path:
+    """The driver's record: every step's id, the support vectors in first-appearance order, their counts."""
+
+    def __init__(self, n_features):
+        self.n_features = n_features
+        self.steps = []
+        self.ids = []
+        self.y = []
+        self.count = []
+        self._position = {}
+        self._rows = []
+        self._block = np.zeros((0, n_features))
+
+    def add(self, i, label, row):
+        """Record one step on example ``i`` (label, 1-row block)."""
+        self.steps.append(i)
+        p = self._position.get(i)
+        if p is None:
+            self._position[i] = len(self.ids)
+            self.ids.append(i)
+            self.y.append(label)
+            self.count.append(1)
+            self._rows.append(row)
+        else:
+            self.count[p] += 1
+
+    def position(self, ids):
+        return np.array([self._position[i] for i in ids.tolist()], np.int64)
+
+    def rows(self):
+        """The support vectors' rows as one block, in first-appearance order."""
+        if self._rows:
+            self._block = stack_rows([self._block] + self._rows)
+            self._rows = []
+        return self._block
+
+    def model(self, eta):
+        """(ids, rows, signed coefficients eta * count * y) of the current sparse model."""
+        return (np.array(self.ids, np.int64), self.rows(),
+                eta * np.array(self.count, np.float64) * np.array(self.y, np.float64))
+
+
+class _Held:
+    """What the driver sees after a round: all support vectors and the partitions' candidates.
+
+    Values are kept as h, c (violation v = h - c) with rows for kernel columns; ``bound[c]`` and
+    ``bound_id[c]`` are the best unreported violation of class slot c and its id.
+    """
+
+    def __init__(self, answers, path):
+        def joined(key):
+            return np.concatenate([a[key] for a in answers])
+
+        sv_ids = joined("sv_ids")
+        at = path.position(sv_ids)  # the driver holds the support vectors' labels and rows
+        self.ids = np.concatenate([sv_ids, joined("cand_ids")])
+        self.y = np.concatenate([np.array(path.y, np.float64)[at], joined("cand_y")])
+        self.h = np.concatenate([joined("sv_h"), joined("cand_h")])
+        self.c = np.concatenate([joined("sv_c"), joined("cand_c")])
+        self.is_sv = np.arange(self.ids.size) < sv_ids.size
+        self.rows = stack_rows([take_rows(path.rows(), at)] + [a["cand_rows"] for a in answers])
+        values = np.stack([a["next_value"] for a in answers])
+        ids = np.stack([a["next_id"] for a in answers])
+        self.bound = np.full(2, -np.inf)
+        self.bound_id = np.full(2, -1, np.int64)
+        for slot in (NEG, POS):
+            for value, i in zip(values[:, slot], ids[:, slot]):
+                if value > self.bound[slot] or (value == self.bound[slot] and i < self.bound_id[slot]):
+                    self.bound[slot], self.bound_id[slot] = value, i
+        self._columns = {}
+
+    def best(self, mask):
+        """Position of the largest violation where ``mask`` holds, ties to the smaller id (None if empty)."""
+        idx = np.flatnonzero(mask)
+        if idx.size == 0:
+            return None
+        v = self.h[idx] - self.c[idx]
+        top = idx[v == v.max()]
+        return int(top[np.argmin(self.ids[top])])
+
+    def drift_bound(self, drift):
+        """Per class slot, the largest violation an unreported example can have after ``drift``."""
+        slack = np.where((drift > 0) & np.isfinite(self.bound), _SLACK * (1.0 + np.abs(self.bound)), 0.0)
+        return self.bound + drift * (1.0 + _SLACK) + slack
+
+    def violation(self, k):
+        return self.h[k] - self.c[k]
+
+    def step(self, k, eta, kernel):
+        """c~ += eta y_k y K(., x_k) on everything held."""
+        column = self._columns.get(k)
+        if column is None:
+            column = self._columns[k] = kernel_block(self.rows, take_rows(self.rows, [k]), kernel)
+        add_steps(self.c, self.y, column, [0], [self.y[k]], eta)
+
+    def objective(self):
+        """max(best held violation, best unreported): f(w~), exact right after a round."""
+        k = self.best(np.ones(self.ids.size, bool))
+        return float(max(self.bound.max(), -np.inf if k is None else self.violation(k)))
+
+
+def _step_locally(held, path, kernel, eta, epsilon, kmax, nonnegative, aggressive, max_support, limit):
+    """Take every step provably equal to the one-step-at-a-time algorithm's; returns (stop reason, steps).
+
+    The stop reason is None when a round is needed to go on.  ``raised[c]`` counts the steps taken
+    since the round that can have raised the unreported violations of class slot c, each by at most
+    eta Kmax; with none, the reported (value, id) is exact and ties go to the smaller id.
+    """
+    pending = []
+    raised = np.zeros(2)
+    everything = np.ones(held.ids.size, bool)
+    while True:
+        if len(path.steps) >= limit:
+            return "max_steps", pending
+        k = held.best(held.is_sv & (held.h - held.c > epsilon)) if aggressive else None
+        if k is None:  # the basic rule, or no support vector violates: the overall most violating index
+            k = held.best(everything)
+            value = -np.inf if k is None else held.violation(k)
+            bound = held.drift_bound(eta * kmax * raised)
+            if value <= epsilon:
+                if np.all(bound <= epsilon):
+                    return "objective", pending
+                return None, pending
+            for slot in (NEG, POS):
+                exact_tie_won = raised[slot] == 0 and value == bound[slot] and held.ids[k] < held.bound_id[slot]
+                if not (value > bound[slot] or exact_tie_won):
+                    return None, pending
+            if not held.is_sv[k] and len(path.ids) == max_support:
+                return "max_support", pending
+        held.step(k, eta, kernel)
+        held.is_sv[k] = True
+        path.add(int(held.ids[k]), float(held.y[k]), take_rows(held.rows, [k]))
+        pending.append(k)
+        slot = POS if held.y[k] > 0 else NEG
+        if nonnegative:
+            raised[1 - slot] += 1
+        else:
+            raised += 1
+
+
+def _step_request(held, pending):
+    """The steps for the partitions: each stepped example once, and the order of the steps."""
+    unique, order = np.unique(np.asarray(pending, np.int64), return_inverse=True)
+    return {"step_ids": held.ids[unique], "step_rows": take_rows(held.rows, unique), "step_y": held.y[unique],
+            "step_order": order.astype(np.int64)}

@@ -1,0 +1,161 @@
+"""The slant-loss sparsifier: batched == one step at a time, Lemmas 4.1 and 4.2, the path, bad input."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from core.engine import LocalEngine, PartitionData
+from core.kernels import KernelSpec
+from core.partition.slant import ranked, slant_round
+from core.slant import fit_slant, slant_model_at, slant_path_coef
+from core.svc import fit_csvc
+from core.synthetic import make_rings
+from tests.naive import naive_kernel, naive_slant_steps
+
+KERNEL = KernelSpec("rbf", gamma=0.5)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    X, y = make_rings(240, 4, seed=3)
+    return X, y, fit_csvc(LocalEngine(X, y), C=3.0, kernel=KERNEL)
+
+
+@pytest.mark.parametrize("aggressive", [False, True])
+@pytest.mark.parametrize("eta, epsilon, q, parts, max_support, sparse", [
+    (0.5, 0.5, 4, 3, None, False),
+    (0.25, 0.2, 2, 2, 40, False),
+    (1.0, 0.6, 16, 1, None, True),
+])
+def test_batched_run_takes_the_steps_of_the_one_step_algorithm(problem, aggressive, eta, epsilon, q, parts,
+                                                               max_support, sparse):
+    X, y, reference = problem
+    if sparse:
+        X = np.where(np.abs(X) < 0.5, 0.0, X)
+        reference = fit_csvc(LocalEngine(sp.csr_matrix(X), y), C=3.0, kernel=KERNEL)
+        X = sp.csr_matrix(X)
+    model = fit_slant(LocalEngine(X, y, n_partitions=parts), reference, eta=eta, epsilon=epsilon,
+                      aggressive=aggressive, max_support=max_support, candidates_per_class=q, max_steps=2000)
+    steps, reason = naive_slant_steps(X, y, reference, eta, epsilon, aggressive=aggressive,
+                                      max_support=max_support, max_steps=2000)
+    assert model.metadata["steps"] == steps  # LocalEngine ids are row positions
+    assert model.metadata["stopped"] == reason
+    assert model.metadata["rounds"] <= len(steps) + 1  # at least one step per round, and a last one for f
+    if aggressive:
+        assert model.metadata["rounds"] < len(steps)  # steps on support vectors need no round
+    counts = np.bincount(steps, minlength=X.shape[0])
+    np.testing.assert_array_equal(model.support_ids, list(dict.fromkeys(steps)))  # first-appearance order
+    np.testing.assert_allclose(model.coef, eta * counts[model.support_ids] * y[model.support_ids], rtol=1e-15)
+    assert model.bias == reference.bias
+
+
+def _slant(z):
+    return np.minimum(1.0, np.maximum(0.0, 0.5 - z))
+
+
+@pytest.mark.parametrize("aggressive", [False, True])
+def test_lemma_4_1_slant_loss_of_the_result_is_at_most_the_reference_hinge_loss(problem, aggressive):
+    X, y, reference = problem
+    model = fit_slant(LocalEngine(X, y, n_partitions=2), reference, eta=0.5, epsilon=0.5, aggressive=aggressive)
+    assert model.metadata["stopped"] == "objective" and model.metadata["objective"] <= 0.5
+    assert model.n_support < reference.n_support
+    slant = _slant(y * model.decision_function(X))
+    hinge = np.maximum(0.0, 1.0 - y * reference.decision_function(X))
+    assert np.all(slant <= hinge + 1e-12)  # the proof holds example by example
+    assert slant.mean() <= hinge.mean()
+
+
+def test_lemma_4_2_basic_method_reaches_one_half_within_4_w_squared_steps(problem):
+    X, y, reference = problem
+    sv = reference.support_vectors
+    w_sq = reference.coef @ naive_kernel(sv, sv, KERNEL) @ reference.coef
+    model = fit_slant(LocalEngine(X, y, n_partitions=2), reference, eta=0.5, epsilon=0.5)
+    assert model.metadata["step_limit"] == int(np.ceil(4 * w_sq))  # the bound is the default step limit
+    assert model.metadata["reference"]["sq_norm"] == pytest.approx(w_sq, rel=1e-10)
+    assert model.metadata["stopped"] == "objective"
+    assert model.metadata["objective"] <= 0.5
+    assert len(model.metadata["steps"]) <= 4 * w_sq
+
+
+@pytest.mark.parametrize("aggressive", [False, True])
+def test_the_model_at_a_support_size_is_the_fit_stopped_at_that_size(problem, aggressive):
+    X, y, reference = problem
+    full = fit_slant(LocalEngine(X, y), reference, eta=0.25, epsilon=0.2, aggressive=aggressive)
+    for k in (1, 7, 30):
+        stopped = fit_slant(LocalEngine(X, y), reference, eta=0.25, epsilon=0.2, aggressive=aggressive,
+                            max_support=k)
+        assert stopped.metadata["stopped"] == "max_support"
+        prefix = slant_model_at(full, k)
+        assert prefix.metadata["steps"] == stopped.metadata["steps"]
+        np.testing.assert_array_equal(prefix.support_ids, stopped.support_ids)
+        np.testing.assert_array_equal(prefix.support_vectors, stopped.support_vectors)
+        np.testing.assert_array_equal(prefix.coef, stopped.coef)
+    coef = slant_path_coef(full, [0, 5, full.n_support, 10 * full.n_support])
+    assert not coef[0].any() and np.count_nonzero(coef[1]) == 5
+    np.testing.assert_array_equal(coef[2], full.coef)
+    np.testing.assert_array_equal(coef[3], full.coef)
+
+
+def test_ranked_breaks_ties_by_id_and_reports_the_next():
+    values = np.array([3.0, 5.0, 5.0, 1.0, 5.0, 4.0])
+    ids = np.array([10, 14, 12, 11, 13, 15])
+    chosen, value, next_id = ranked(values, ids, np.ones(6, bool), 2)
+    assert ids[chosen].tolist() == [12, 13] and (value, next_id) == (5.0, 14)
+    chosen, value, next_id = ranked(values, ids, values < 5, 5)
+    assert ids[chosen].tolist() == [15, 10, 11] and (value, next_id) == (-np.inf, -1)
+
+
+def test_a_rebuilt_partition_has_the_responses_of_the_stepped_one(problem):
+    X, y, reference = problem
+    data = PartitionData.build(X, y, np.ones(len(y)), np.arange(len(y)))
+    base = {"kernel": KERNEL.to_dict(), "eta": 0.5, "n_select": 3, "ref_rows": reference.support_vectors,
+            "ref_coef": reference.coef, "ref_bias": reference.bias}
+    empty = {"sv_ids": np.zeros(0, np.int64), "sv_rows": np.zeros((0, 4)), "sv_coef": np.zeros(0)}
+    state, _ = slant_round(data, {}, dict(base, reset=True, step_order=np.zeros(0, np.int64), **empty))
+    ids = np.array([5, 9])
+    state, stepped = slant_round(data, state, dict(base, reset=False, step_ids=ids, step_rows=X[ids],
+                                                   step_y=y[ids], step_order=np.array([0, 1, 0])))
+    _, rebuilt = slant_round(data, {}, dict(base, reset=True, step_order=np.zeros(0, np.int64), sv_ids=ids,
+                                            sv_rows=X[ids], sv_coef=0.5 * np.array([2.0, 1.0]) * y[ids]))
+    assert stepped["sv_ids"].tolist() == rebuilt["sv_ids"].tolist() == [5, 9]
+    np.testing.assert_allclose(stepped["sv_c"], rebuilt["sv_c"], atol=1e-12)
+    assert stepped["cand_ids"].tolist() == rebuilt["cand_ids"].tolist()
+    expected = 0.5 * y * (2 * y[5] * naive_kernel(X, X[[5]], KERNEL)[:, 0] + y[9] * naive_kernel(X, X[[9]], KERNEL)[:, 0])
+    np.testing.assert_allclose(state["responses"], expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"eta": 0.0}, "eta must be a positive finite number, got 0.0"),
+    ({"epsilon": -1.0}, "epsilon must be a finite number >= 0"),
+    ({"max_support": 0}, "max_support must be an integer >= 1, got 0"),
+    ({"eta": 4.0, "epsilon": 0.5}, "2 epsilon <= eta Kmax: the method has no step bound, so give max_steps"),
+])
+def test_bad_parameters_are_named(problem, kwargs, message):
+    X, y, reference = problem
+    with pytest.raises(ValueError, match=message):
+        fit_slant(LocalEngine(X, y), reference, **kwargs)
+
+
+def test_a_reference_for_other_data_is_refused(problem):
+    X, y, reference = problem
+    with pytest.raises(ValueError, match=r"label values \[-1.0, 1.0\] differ from the data's \[0, 1\]"):
+        fit_slant(LocalEngine(X, (y > 0).astype(int)), reference)
+    with pytest.raises(ValueError, match="the reference model has 4 features but the data has 3"):
+        fit_slant(LocalEngine(X[:, :3], y), reference)
+    with pytest.raises(ValueError, match="reference must be a KernelExpansion"):
+        fit_slant(LocalEngine(X, y), "model.npz")
+    with pytest.raises(ValueError, match="this model holds no slant path: use a model returned by fit_slant"):
+        slant_model_at(reference, 3)
+
+
+@pytest.mark.parametrize("kernel", [KernelSpec("linear"), KernelSpec("poly", gamma=0.5, degree=3, coef0=1.0)])
+def test_kernels_that_can_be_negative_take_the_one_step_path_too(problem, kernel):
+    X, y, _ = problem
+    X = X[:120] / 2.0
+    y = y[:120]
+    reference = fit_csvc(LocalEngine(X, y), C=1.0, kernel=kernel)
+    model = fit_slant(LocalEngine(X, y, n_partitions=2), reference, eta=0.05, epsilon=0.3, max_steps=300,
+                      candidates_per_class=4)
+    steps, reason = naive_slant_steps(X, y, reference, 0.05, 0.3, max_steps=300)
+    assert model.metadata["steps"] == steps and model.metadata["stopped"] == reason
+    assert model.metadata["kmax"] >= np.abs(naive_kernel(X, X, kernel)).max()
