@@ -57,6 +57,7 @@ from core.model import KernelExpansion
 from core.partition.common import feature_map_request
 from core.rows import n_rows, stack_rows, take_rows
 from core.support_set import SupportSet
+from core.svc import _check_positive
 
 log = logging.getLogger("spark_bsvm")
 
@@ -85,7 +86,7 @@ def fit_l0svm(engine, *, C_xi=1.0, C_alpha=0.2, kernel=None, margin="kernel", ep
     iteration (the paper's Figure 5).
     """
     kernel = kernel or KernelSpec()
-    _check(C_xi=C_xi, C_alpha=C_alpha, eps=eps, tol=tol)
+    _check_positive(C_xi=C_xi, C_alpha=C_alpha, eps=eps, tol=tol)
     if margin not in MARGINS:
         raise ValueError(f"margin must be one of {MARGINS}, got {margin!r}")
     for name, value in (("max_outer", max_outer), ("m0", m0)):
@@ -131,12 +132,6 @@ def fit_l0svm(engine, *, C_xi=1.0, C_alpha=0.2, kernel=None, margin="kernel", ep
             "converged": converged, "max_change": change, "rounds": rounds, "n_train": engine.n_examples}
     return KernelExpansion(take_rows(centers, keep), a[keep], -solution.rho, kernel, list(engine.classes),
                            engine.n_features, meta, center_ids[keep])
-
-
-def _check(**values):
-    for name, value in values.items():
-        if not (np.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
 
 def _initial_centers(engine, initial, m0, seed):

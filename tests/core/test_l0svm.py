@@ -121,3 +121,36 @@ def test_ripley_table_1(ripley):
     svs, error, _, models = ripley_table1(l0_fit(4.0, "kernel"), ripley)
     assert svs <= 6 and error <= 10.5
     assert all(m.metadata["support_sizes"][0] == 100 and m.metadata["converged"] for m in models)
+
+
+class _ForgetfulEngine(LocalEngine):
+    """A LocalEngine whose first partition loses its state before round ``lost_at``, as a retried
+    Spark task does: that round runs on the ``rebuild`` request."""
+
+    def __init__(self, *args, lost_at, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lost_at, self.calls, self.lost_in = lost_at, 0, None
+
+    def run(self, function_name, request, rebuild=None):
+        self.calls += 1
+        if self.calls == self.lost_at:
+            self.states[0], self.lost_in = {}, function_name
+            request = rebuild()
+        return super().run(function_name, request, rebuild)
+
+
+_THREE_STEPS = dict(C_xi=1.0, C_alpha=0.2, kernel=KERNEL, initial="all", max_outer=3, tol=1e-8)
+
+
+@pytest.fixture(scope="module")
+def undisturbed(rings):
+    return fit_l0svm(LocalEngine(*rings, n_partitions=2), **_THREE_STEPS)
+
+
+@pytest.mark.parametrize("lost_at", [1, 3, 5, 6, 8])  # sample, dual round, remap, warm dual round, 3.10
+def test_a_partition_that_loses_its_state_is_rebuilt(rings, undisturbed, lost_at):
+    engine = _ForgetfulEngine(*rings, n_partitions=2, lost_at=lost_at)
+    model = fit_l0svm(engine, **_THREE_STEPS)
+    assert engine.lost_in is not None
+    np.testing.assert_array_equal(model.support_ids, undisturbed.support_ids)
+    np.testing.assert_allclose(model.coef, undisturbed.coef, atol=1e-7)
