@@ -1,4 +1,4 @@
-"""The L0-norm SVM of Huang, Zheng, King & Lyu (Neural Computation 2009), section 3.4, on an Engine.
+"""The L0-norm SVM of Huang, Zheng, King & Lyu ("Arbitrary norm support vector machines"), section 3.4, on an Engine.
 
 Outer iteration t reweights the coefficients a of f(x) = sum_i a_i K(x, x_i) + b
 (eq. 3.7 with Lambda_t = diag(|a_t|^-2), which tends to the L0 norm):
@@ -17,7 +17,11 @@ with K~ = K_{:,A} M K_{A,:} over the active set A = {i : |a_i| >= eps}
 
     M = (G_AA + C_alpha Lambda_A)^-1 = L (L G_AA L + C_alpha I)^-1 L,  L = diag(|a_A|)   (eq. 3.12)
 
-(G = I gives M = diag(a_A^2 / (a_A^2 + C_alpha)) with no inversion).  Then
+(G = I gives M = diag(a_A^2 / (a_A^2 + C_alpha)) with no inversion).  The
+default is "kernel": under Table 1's protocol on Ripley (C_xi = 1, C_alpha =
+0.2, ``bench/bench_l0svm.py``) it keeps 5.55 support vectors at 10.2% test
+error with gamma = 4 (paper: 4.15, 9.36%), while "identity" keeps 12.6 at
+10.3%: the paper's numbers come from its algorithm's step 3.  Then
 
     a_A = M K_{A,:} diag(y) beta                                   (eq. 3.10)
     b   = mean over 0 < beta_i < C_xi of  y_i - K_i^T a            (eq. 3.11)

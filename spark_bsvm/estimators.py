@@ -2,7 +2,7 @@
 
 from pyspark import keyword_only
 
-from core.l0svm import fit_l0svm
+from core.l0svm import MARGINS, fit_l0svm
 from core.svc import fit_budget_svm, fit_csvc
 from spark_bsvm.estimator import _BSVMEstimator, positive
 from spark_bsvm.params import _BudgetParams, _DualParams, _L0Params
@@ -100,16 +100,20 @@ class L0SVM(_BSVMEstimator, _L0Params):
 
     def _validate_params(self):
         super()._validate_params()
+        for name in ("CAlpha", "eps"):
+            positive(name, self.getOrDefault(name))
         for name in ("maxOuterIter", "initialSize"):
             if self.getOrDefault(name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {self.getOrDefault(name)}")
+        if self.getOrDefault(self.margin) not in MARGINS:
+            raise ValueError(f"margin must be one of {MARGINS}, got {self.getOrDefault(self.margin)!r}")
         if self.getOrDefault(self.initialSet) not in ("random", "all"):
             raise ValueError(f"initialSet must be 'random' or 'all', got {self.getOrDefault(self.initialSet)!r}")
 
     def _train(self, engine, kernel):
         get = self.getOrDefault
-        return fit_l0svm(engine, C_xi=positive("C", get(self.C)), C_alpha=positive("CAlpha", get(self.CAlpha)),
-                         kernel=kernel, margin=get(self.margin), eps=positive("eps", get(self.eps)),
+        return fit_l0svm(engine, C_xi=positive("C", get(self.C)), C_alpha=get(self.CAlpha),
+                         kernel=kernel, margin=get(self.margin), eps=get(self.eps),
                          max_outer=get(self.maxOuterIter), initial=get(self.initialSet), m0=get(self.initialSize),
                          seed=get(self.seed), tol=self.getTol(), working_set_size=get(self.workingSetSize),
                          max_rounds=self.getMaxIter())
