@@ -50,7 +50,8 @@ def l0_coefficients(data, state, request):
     v = np.zeros(centers.shape[0])
     for lo in range(0, local.size, _CHUNK):
         rows = local[lo:lo + _CHUNK]
-        v += kernel_block(centers, take_rows(data.rows, rows), spec, z_sq_norms=data.sq_norms[rows]) @ coef[lo:lo + _CHUNK]
+        K = kernel_block(centers, take_rows(data.rows, rows), spec, z_sq_norms=data.sq_norms[rows])
+        v += K @ coef[lo:lo + _CHUNK]
     return state, {"v": v}
 
 
