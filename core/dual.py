@@ -120,7 +120,7 @@ def _select(cand, size, carried_ids):
 
 
 def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_rounds=20_000,
-               ridge=0.0, support=None, reset=True, inner_tol=None):
+               ridge=0.0, support=None, reset=True, inner_tol=None, feature_map=None):
     """Run the decomposition on ``engine`` until the violation is below ``tol``.
 
     ``support``: the SupportSet to start from (``None``: a = 0);
@@ -130,12 +130,17 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     of free variables (at most 4096).  ``max_rounds`` bounds the sub-problem
     solves; a last round always evaluates the final point (``max_rounds=0``
     only evaluates).
+    ``feature_map``: ``core.partition.common.feature_map_request(...)``: solve
+    over the explicit features phi(x_i) instead of the rows (``kernel`` is then
+    the kernel between features, and the support set holds features); the
+    whole map goes with the first request and rebuilds, later ones carry its key.
     """
     support = SupportSet() if support is None else support
     spec = kernel.to_dict()
-    base = {"kernel": spec, "C": problem.C, "ridge": float(ridge)}
+    feature_map = feature_map or {}
+    base = {"kernel": spec, "C": problem.C, "ridge": float(ridge), "map_key": feature_map.get("map_key")}
     size = working_set_size
-    request = dict(base, **_NO_UPDATE, reset=reset, n_select=max(1, size // 4))
+    request = dict(base, **feature_map, **_NO_UPDATE, reset=reset, n_select=max(1, size // 4))
     if reset:
         request = _rebuild_request(request, support, engine)
     inner_tol = 0.1 * tol if inner_tol is None else inner_tol
@@ -143,7 +148,8 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     violation, converged = np.inf, False
     carry, carried_ids = None, np.zeros(0, np.int64)
     for rounds in range(1, max_rounds + 2):
-        answers = engine.run("dual_round", request, rebuild=lambda: _rebuild_request(request, support, engine))
+        answers = engine.run("dual_round", request,
+                             rebuild=lambda: _rebuild_request(dict(request, **feature_map), support, engine))
         stats = {k: _reduce(answers, k) for k in _STAT_KEYS}
         sum_alpha, sum_sq = support.sums()
         budget_tight = _is_tight(problem.sum_bound, sum_alpha)

@@ -91,3 +91,28 @@ class _SlantParams(_BSVMParams):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(eta=0.5, epsilon=0.5, aggressive=False, candidatesPerClass=64, maxIter=100000)
+
+
+class _L0Params(_DualParams):
+    """Params of the L0-norm SVM (Huang, Zheng, King & Lyu); C is the paper's C_xi."""
+
+    CAlpha = Param(Params._dummy(), "CAlpha", "C_alpha: weight of the reweighted penalty a^T Lambda a that "
+                   "tends to the L0 norm of the coefficients; larger gives sparser models (> 0)",
+                   TypeConverters.toFloat)
+    margin = Param(Params._dummy(), "margin", "margin term of the reweighted problem: 'kernel' (1/2 a^T K a, "
+                   "the paper's algorithm) or 'identity' (1/2 a^T a, its inversion-free variant)",
+                   TypeConverters.toString)
+    eps = Param(Params._dummy(), "eps", "coefficients with |a_i| < eps leave the active set, and the outer "
+                "iterations stop when no coefficient changes by eps (> 0)", TypeConverters.toFloat)
+    maxOuterIter = Param(Params._dummy(), "maxOuterIter", "most reweighting iterations, T_max (>= 1)",
+                         TypeConverters.toInt)
+    initialSet = Param(Params._dummy(), "initialSet", "initial active set: 'random' (initialSize training rows "
+                       "drawn by seed; all rows when there are fewer) or 'all' (every row: each partition then "
+                       "holds an n_local x n block)", TypeConverters.toString)
+    initialSize = Param(Params._dummy(), "initialSize", "m0: rows in a 'random' initial active set (>= 1)",
+                        TypeConverters.toInt)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(CAlpha=0.2, margin="kernel", eps=1e-4, maxOuterIter=100, initialSet="random",
+                         initialSize=500, tol=1e-6)  # inner solves eps-accurate, see core.l0svm.fit_l0svm

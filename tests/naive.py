@@ -89,3 +89,23 @@ def naive_slant_steps(X, y, reference, eta, epsilon, aggressive=False, max_suppo
         c += (eta * y[k]) * y * K[:, k]
         support[k] = True
         steps.append(k)
+
+
+def naive_l0svm_step(K, y, a, C_xi, C_alpha, eps=1e-4, margin="kernel"):
+    """One outer iteration of the L0-norm SVM (Huang et al., eqs. 3.6-3.11) with dense matrices.
+
+    K: (n, n) kernel matrix of the training set; a: current coefficients.
+    A = {|a_i| >= eps}, Lambda = diag(a_A^-2); M = (K_AA + C_alpha Lambda)^-1
+    (``margin="kernel"``) or (I + C_alpha Lambda)^-1 (``"identity"``), both
+    inverted directly; beta solves eq. 3.6 with K~ = K_{:,A} M K_{A,:} by a
+    generic QP; a_A = M K_{A,:} diag(y) beta (3.10); b by eq. 3.11.
+    Returns (beta, next a, b).
+    """
+    A = np.abs(a) >= eps
+    G = K[np.ix_(A, A)] if margin == "kernel" else np.eye(A.sum())
+    M = np.linalg.inv(G + C_alpha * np.diag(a[A] ** -2.0))
+    beta, _ = naive_dual_qp(K[:, A] @ M @ K[A, :], y, np.full(len(y), C_xi))
+    a_next = np.zeros_like(a)
+    a_next[A] = M @ K[A, :] @ (y * beta)
+    free = (beta > 1e-6 * C_xi) & (beta < C_xi * (1 - 1e-6))
+    return beta, a_next, np.mean(y[free] - K[free] @ a_next)

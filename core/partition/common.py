@@ -1,9 +1,13 @@
 """Helpers shared by partition functions."""
 
+import hashlib
+import json
+
 import numpy as np
 
+from core.engine import PartitionData
 from core.kernels import KernelSpec, kernel_block
-from core.rows import n_rows
+from core.rows import as_rows, is_sparse, n_rows
 
 _CHUNK = 512  # columns of a kernel block computed at once when applying many rows
 
@@ -37,3 +41,48 @@ def top_k(values, mask, k, largest):
         v = values[idx] if largest else -values[idx]
         idx = idx[np.argpartition(-v, k - 1)[:k]]
     return idx
+
+
+def feature_map_request(kernel, centers, proj):
+    """Request entries under which a partition function sees explicit features instead of its rows.
+
+    The map is phi(x) = K(x, centers) P: ``centers`` an (m, p) row block,
+    ``proj`` P either an (m,) vector (a diagonal P) or an (m, r) matrix, so
+    that phi(x) . phi(z) = K(x, centers) P P^T K(centers, z).  ``map_key``
+    is a digest of the map, under which partitions keep the mapped rows
+    (see ``feature_mapped``): requests after the first may carry the key alone.
+    """
+    spec = kernel if isinstance(kernel, KernelSpec) else KernelSpec.from_dict(kernel)
+    centers = as_rows(centers)
+    proj = np.ascontiguousarray(proj, dtype=np.float64)
+    if proj.ndim not in (1, 2) or proj.shape[0] != n_rows(centers):
+        raise ValueError(f"proj must have one row per center ({n_rows(centers)}), got shape {proj.shape}")
+    digest = hashlib.blake2b(json.dumps(spec.to_dict(), sort_keys=True).encode(), digest_size=16)
+    parts = (centers.data, centers.indices, centers.indptr) if is_sparse(centers) else (centers,)
+    for array in parts + (proj,):
+        digest.update(repr(array.shape).encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return {"map_key": digest.hexdigest(), "map_kernel": spec.to_dict(), "map_centers": centers, "map_proj": proj}
+
+
+def feature_mapped(data, state, request):
+    """The partition seen through the request's feature map (``data`` itself when it has none).
+
+    The mapped rows are computed once per ``map_key`` and kept in
+    ``state["mapped"]``; a request whose key is not the kept one must carry
+    the whole map (``feature_map_request``).
+    """
+    key = request.get("map_key")
+    if key is None:
+        return data
+    kept = state.get("mapped")
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    if "map_centers" not in request:
+        raise ValueError(f"feature map {key} is neither kept by this partition nor carried by the request")
+    K = kernel_block(data.rows, request["map_centers"], KernelSpec.from_dict(request["map_kernel"]),
+                     x_sq_norms=data.sq_norms)
+    proj = request["map_proj"]
+    mapped = PartitionData.build(K * proj if proj.ndim == 1 else K @ proj, data.y, data.weight, data.ids)
+    state["mapped"] = (key, mapped)
+    return mapped

@@ -7,12 +7,16 @@ gradient of the dual objective f(a) = 1/2 a^T Q a - e^T a,
 
 plus the box bound U_i = C w_i.  The driver may add a ridge mu/2 ||a||^2
 (budget-L2's ball multiplier), so selection uses F_i = G_i + mu a_i.
+
+With a feature map in the request (``map_key``..., see
+``core.partition.common.feature_map_request``) the rows x_i are replaced by
+the explicit features phi(x_i) throughout (the L0-norm SVM's inner solves).
 """
 
 import numpy as np
 
 from core.partition import partition_function
-from core.partition.common import kernel_times, locate, top_k
+from core.partition.common import feature_mapped, kernel_times, locate, top_k
 from core.rows import take_rows
 
 NEG, POS = 0, 1  # class slots of the per-class answers (y = -1, y = +1)
@@ -44,8 +48,9 @@ def dual_round(data, state, request):
     over I_up / I_low, the per-class bias statistics over free variables and
     at the bounds, and this partition's part of sum_i a_i (G_i - 1).
     """
+    data = feature_mapped(data, state, request)
     if request["reset"]:
-        state = _reset(data, request)
+        state.update(_reset(data, request))
     alpha, grad, upper = state["alpha"], state["grad"], state["upper"]
     if len(request["ws_ids"]):
         coef = request["ws_y"] * (request["ws_alpha"] - request["ws_alpha_old"])

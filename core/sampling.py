@@ -1,0 +1,66 @@
+"""Seeded random keys for training rows that do not depend on how the data is partitioned.
+
+A row's key is a 64-bit hash of the seed and the row's non-zero entries
+(column index and the bits of the value), so the same row gets the same key
+on any engine, in any partition, dense or CSR.  "m random rows" is then
+"the m rows with the smallest keys": each partition reports its m smallest
+and the driver keeps the m smallest of those, the same rows whatever the
+partitioning (identical rows share a key; ties keep partition order).
+"""
+
+import numba
+import numpy as np
+
+from core.config import NJIT
+from core.rows import as_rows, is_sparse
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@numba.njit(**NJIT)
+def _mix(z):
+    """splitmix64's finaliser: a bijection of uint64 that spreads every input bit."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(**NJIT)
+def _fold(h, column, bits):
+    return _mix(h ^ _mix(np.uint64(column) * _GOLDEN + bits))
+
+
+@numba.njit(**NJIT)
+def _dense_keys(X, seed):
+    bits = X.view(np.uint64)
+    out = np.empty(X.shape[0], np.uint64)
+    for i in range(X.shape[0]):
+        h = _mix(seed)
+        for j in range(X.shape[1]):
+            if X[i, j] != 0.0:
+                h = _fold(h, j, bits[i, j])
+        out[i] = h
+    return out
+
+
+@numba.njit(**NJIT)
+def _csr_keys(data, indices, indptr, seed):
+    bits = data.view(np.uint64)
+    out = np.empty(indptr.shape[0] - 1, np.uint64)
+    for i in range(out.shape[0]):
+        h = _mix(seed)
+        for q in range(indptr[i], indptr[i + 1]):
+            if data[q] != 0.0:
+                h = _fold(h, indices[q], bits[q])
+        out[i] = h
+    return out
+
+
+def row_keys(rows, seed):
+    """uint64 key of every row of a dense or CSR block (see the module doc); ``seed``: int >= 0."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+    rows = as_rows(rows)
+    if is_sparse(rows):
+        return _csr_keys(rows.data, rows.indices.astype(np.int64), rows.indptr.astype(np.int64), np.uint64(seed))
+    return _dense_keys(rows, np.uint64(seed))
