@@ -1,0 +1,232 @@
+"""Elastic budget SVM (EBSVM): kernel Pegasos whose support set a threshold theta holds at a budget B.
+
+The paper (``../shared/papers/002_...``, sections 2-2.1) solves the primal
+kernel SVM without bias (eq. 1)
+
+    min_a  lambda/2 ||a||^2 + sum_i xi_i
+    s.t.   y_i sum_j a_j K(x_i, s_j) >= 1 - xi_i,   a_j = 0 unless |a_j| >= theta,
+
+jointly with theta, by adding the cost (B - f(theta))^2, f(theta) = ||a||_0
+the number of support vectors (eq. 2).  Block coordinate descent by
+stochastic subgradient steps; its pseudo-code (the paper's Algorithm 1,
+missing from our copy) written down from the text:
+
+    S = {} (support vectors with coefficients a_j), theta = 0, t = 0
+    for each epoch, for each example (x_i, y_i, w_i) in a fresh random order:
+        t = t + 1,  eta = 1 / (lambda t)
+        1. margin of the current model:  m = y_i sum_j a_j K(x_i, s_j)
+        2. alpha step (Pegasos):  a_j <- (1 - eta lambda) a_j for every j in S;
+           if m < 1 (the subgradient is non-zero): a_i <- a_i + eta y_i w_i,
+           adding x_i to S when it is not there yet
+        3. theta step, eq. 3:  theta <- max(0, theta - eta' (B - |S|))
+        4. projection: among the violators {j in S : |a_j| < theta} remove
+           only the one with the smallest |a_j| (the paper: removing more
+           than one per sampled point is too harsh); on a tie, the oldest
+    finally, while |S| > B, remove the smallest |a_j| (raise theta to the
+    projection that makes f(theta) <= B, so the model meets the budget)
+
+Choices the text leaves open, and ours:
+- eta' of eq. 3 "subsumes the slope b" of the linear surrogate f(theta) =
+  b (a - theta).  The coefficients shrink like 1/(lambda t) (step 2), so
+  the number of support vectors per unit of theta grows like lambda t; we
+  take eta'_t = eta_theta / (lambda t), which keeps theta in step with the
+  coefficients' scale.  ``eta_theta`` is dimensionless.
+- The sampling: epochs of random permutations (each example once per
+  epoch), drawn by the partitions (``core.partition.ebsvm``) and the
+  driver's seeded random interleaving of them.
+- Instance weights w_i scale the hinge term of example i.
+
+Cost per step.  Pegasos' scale trick: after step t every coefficient is
+a_j = beta_j / (lambda t) with beta_j = sum of y_j w_j over the steps that
+hit j (exact integers when unweighted), so the shrink of step 2 is the
+increment of t, O(1), and ties in |a| are exact.  The margin needs only
+the |S| (about B) kernel values K(x_i, s_j); the driver holds the support
+rows dense (|S| x p) and nothing else of the data.
+"""
+
+import logging
+import time
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from core.config import NJIT
+from core.kernels import KernelSpec, _finish_tile
+from core.model import KernelExpansion
+from core.rows import as_rows, is_sparse, squared_norms, stack_rows, take_rows
+
+log = logging.getLogger("spark_bsvm")
+
+_T, _N_SV, _HITS, _REMOVED = 0, 1, 2, 3  # slots of the counters array the numba loop updates
+
+
+class _SupportBuffer:
+    """The driver's support vectors: dense rows, beta_j, ids and the step that added each."""
+
+    def __init__(self, capacity, n_features):
+        self.rows = np.zeros((capacity, n_features))
+        self.sq_norms = np.zeros(capacity)
+        self.beta = np.zeros(capacity)
+        self.ids = np.zeros(capacity, np.int64)
+        self.born = np.zeros(capacity, np.int64)
+
+    def grow(self, n):
+        """Double the capacity, keeping the first ``n`` entries."""
+        for name in ("rows", "sq_norms", "beta", "ids", "born"):
+            old = getattr(self, name)
+            new = np.zeros((2 * old.shape[0],) + old.shape[1:], old.dtype)
+            new[:n] = old[:n]
+            setattr(self, name, new)
+
+
+def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_theta=0.05, seed=0):
+    """Train the elastic budget SVM on ``engine``; the model has at most ``budget`` support vectors.
+
+    ``lam``: lambda of eq. 1 (Pegasos' regularisation; about 1 / (C n) for
+    LIBSVM's C); ``epochs``: passes over the data, each in a new random
+    order; ``batch_size``: rows fetched from the partitions per round (the
+    steps stay one example at a time); ``eta_theta``: theta's step in eq. 3
+    relative to the coefficients' step 1 / (lambda t) (see the module doc);
+    ``seed``: the sampling seed (same seed, same model, on any engine).
+    """
+    budget, epochs, batch_size, seed = _check_args(budget, lam, kernel, epochs, batch_size, eta_theta, seed)
+    described = engine.run("ebsvm_describe", {})
+    sizes = np.array([a["n"] for a in described], np.int64)
+    keys = np.array([a["key"] for a in described], np.int64)
+    rng = np.random.default_rng([seed, 1 << 20])  # the driver's interleaving, apart from the partitions' orders
+    buffer = _SupportBuffer(budget + 1, engine.n_features)
+    counters = np.zeros(4, np.int64)
+    theta = np.zeros(1)
+    kernel_args = (kernel.code, kernel.gamma, kernel.coef0, kernel.degree)
+    sparse_input = False
+    start = time.perf_counter()
+    for epoch in range(epochs):
+        offsets = np.zeros_like(sizes)
+        while offsets.sum() < sizes.sum():
+            remaining = sizes - offsets
+            counts = rng.multivariate_hypergeometric(remaining, min(batch_size, int(remaining.sum())))
+            request = {"seed": seed, "epoch": epoch, "keys": keys, "offsets": offsets, "counts": counts}
+            answers = engine.run("ebsvm_batch", request, rebuild=lambda request=request: request)
+            offsets = offsets + counts
+            rows = stack_rows([a["rows"] for a in answers])
+            sparse_input = sparse_input or is_sparse(rows)
+            order = rng.permutation(rows.shape[0])  # a uniform interleaving of the partitions' rows
+            _steps_on_batch(buffer, counters, theta, take_rows(rows, order),
+                            *(np.concatenate([a[k] for a in answers])[order] for k in ("y", "weight", "ids")),
+                            lam, budget, eta_theta, kernel_args)
+        log.info("ebsvm epoch %d: %d steps, support %d, theta %.3g, %d margin hits, %d removals, %.1fs",
+                 epoch + 1, counters[_T], counters[_N_SV], theta[0], counters[_HITS], counters[_REMOVED],
+                 time.perf_counter() - start)
+    while counters[_N_SV] > budget:  # the final projection onto f(theta) <= B
+        _remove_smallest(buffer.rows, buffer.sq_norms, buffer.beta, buffer.ids, buffer.born, counters, np.inf)
+    return _to_model(engine, kernel, buffer, counters, theta[0], sparse_input,
+                     {"budget": budget, "lam": lam, "kernel": kernel.to_dict(), "epochs": epochs,
+                      "batch_size": batch_size, "eta_theta": eta_theta, "seed": seed})
+
+
+def _check_args(budget, lam, kernel, epochs, batch_size, eta_theta, seed):
+    """The integer arguments as ints; a ValueError naming any bad one."""
+    if not isinstance(kernel, KernelSpec):
+        raise ValueError(f"kernel must be a KernelSpec, got {type(kernel).__name__}")
+    for name, value in (("lam", lam), ("eta_theta", eta_theta)):
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    ints = []
+    for name, value, low in (("budget", budget, 1), ("epochs", epochs, 1), ("batch_size", batch_size, 1),
+                             ("seed", seed, 0)):
+        if isinstance(value, bool) or not float(value).is_integer() or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        ints.append(int(value))
+    return ints
+
+
+def _steps_on_batch(buffer, counters, theta, rows, y, weight, ids, lam, budget, eta_theta, kernel_args):
+    """Run one EBSVM step per row of the batch, growing the support buffer when it is full."""
+    x_sq = squared_norms(rows)
+    csr = rows if is_sparse(rows) else sp.csr_matrix(rows)
+    done = 0
+    while done < len(y):
+        done = _steps(csr.data, csr.indices, csr.indptr, x_sq, y, weight, ids, done,
+                      buffer.rows, buffer.sq_norms, buffer.beta, buffer.ids, buffer.born, counters, theta,
+                      lam, budget, eta_theta, *kernel_args)
+        if done < len(y):
+            buffer.grow(counters[_N_SV])
+
+
+# One EBSVM step per example (the algorithm of the module doc), with a_j = beta_j / (lambda t):
+#   k_j = K(x_i, s_j) for j in S, and k_i = K(x_i, x_i) (x_i sits in the buffer's next free slot)
+#   m = y_i sum_j beta_j k_j / (lambda (t - 1))                      (0 at t = 1: S is empty)
+#   if m < 1: beta_j += y_i w_i k_j for j in S and for x_i (which joins S when absent)
+#   theta <- max(0, theta - eta_theta / (lambda t) (B - |S|))        eq. 3
+#   remove argmin {|beta_j| : |beta_j| / (lambda t) < theta}          the smallest violator (oldest on ties)
+@numba.njit(**NJIT)
+def _steps(data, indices, indptr, x_sq, y, weight, ids, first, sv, sv_sq, beta, sv_ids, born, counters, theta,
+           lam, budget, eta_theta, code, gamma, coef0, degree):
+    """Steps on rows first.. of a CSR batch; returns the row it stopped at (all rows, or the buffer is full)."""
+    capacity = beta.shape[0]
+    k = np.empty(capacity)
+    for i in range(first, y.shape[0]):
+        n, t = counters[_N_SV], counters[_T] + 1
+        if n == capacity:
+            return i  # the caller grows the buffer and calls again from this row
+        sv[n, :] = 0.0
+        for q in range(indptr[i], indptr[i + 1]):
+            sv[n, indices[q]] = data[q]
+        sv_sq[n] = x_sq[i]
+        own, f = n, 0.0
+        for j in range(n + 1):
+            s = 0.0
+            for q in range(indptr[i], indptr[i + 1]):
+                s += data[q] * sv[j, indices[q]]
+            k[j] = s
+        _finish_tile(code, k[:n + 1].reshape((1, n + 1)), x_sq[i:i + 1], sv_sq[:n + 1], gamma, coef0, degree)
+        for j in range(n):
+            f += beta[j] * k[j]
+            if sv_ids[j] == ids[i]:
+                own = j
+        margin = y[i] * f / (lam * (t - 1)) if n > 0 else 0.0
+        if margin < 1.0:
+            step = y[i] * weight[i]
+            for j in range(n):
+                beta[j] += step * k[j]
+            if own == n:  # x_i joins S with the coefficient of its own gradient
+                beta[n], sv_ids[n], born[n] = step * k[n], ids[i], t
+                counters[_N_SV] = n + 1
+            counters[_HITS] += 1
+        counters[_T] = t
+        theta[0] = max(0.0, theta[0] - eta_theta / (lam * t) * (budget - counters[_N_SV]))
+        _remove_smallest(sv, sv_sq, beta, sv_ids, born, counters, theta[0] * lam * t)
+    return y.shape[0]
+
+
+@numba.njit(**NJIT)
+def _remove_smallest(sv, sv_sq, beta, sv_ids, born, counters, limit):
+    """Remove the support vector of smallest |beta| below ``limit`` (the oldest on ties), if any."""
+    n = counters[_N_SV]
+    best = -1
+    for j in range(n):
+        b = abs(beta[j])
+        if b < limit and (best < 0 or b < abs(beta[best]) or (b == abs(beta[best]) and born[j] < born[best])):
+            best = j
+    if best < 0:
+        return
+    last = n - 1
+    sv[best, :] = sv[last, :]
+    sv_sq[best], beta[best], sv_ids[best], born[best] = sv_sq[last], beta[last], sv_ids[last], born[last]
+    counters[_N_SV] = last
+    counters[_REMOVED] += 1
+
+
+def _to_model(engine, kernel, buffer, counters, theta, sparse_input, params):
+    """The kernel expansion sum_j beta_j / (lambda T) K(s_j, x), support vectors sorted by id."""
+    n, steps = int(counters[_N_SV]), int(counters[_T])
+    order = np.argsort(buffer.ids[:n], kind="stable")
+    rows = buffer.rows[:n][order]
+    if sparse_input:
+        rows = as_rows(sp.csr_matrix(rows))
+    coef = buffer.beta[:n][order] / (params["lam"] * max(steps, 1))
+    meta = {"method": "ebsvm", "params": params, "steps": steps, "theta": float(theta),
+            "margin_hits": int(counters[_HITS]), "removals": int(counters[_REMOVED]), "n_train": engine.n_examples}
+    return KernelExpansion(rows, coef, 0.0, kernel, list(engine.classes), engine.n_features, meta,
+                           buffer.ids[:n][order])
