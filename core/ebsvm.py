@@ -100,6 +100,66 @@ class _SupportBuffer:
             setattr(self, name, new)
 
 
+class EBSVMLearner:
+    """The sequential part of EBSVM: one step per example, in the order the examples are given.
+
+    ``total_steps``: how many steps the fit will make (the average covers
+    the last half of them).  Feed rows with ``steps``, then take ``model``.
+    """
+
+    def __init__(self, n_features, *, budget, lam, kernel, eta_theta=0.05, average=True, total_steps):
+        self.budget, self.lam, self.kernel, self.eta_theta, self.average = budget, lam, kernel, eta_theta, average
+        self.buffer = _SupportBuffer(budget + 1, n_features)
+        self.counters = np.array([0, 0, 0, 0, total_steps // 2 + 1 if average else total_steps + 1], np.int64)
+        self.reals = np.zeros(3)
+        self.sparse_input = False
+
+    def steps(self, rows, y, weight, ids):
+        """One step per row (dense or CSR block) with labels +-1, weights and unique ids, in order."""
+        rows = as_rows(rows, n_features=self.buffer.rows.shape[1])
+        self.sparse_input = self.sparse_input or is_sparse(rows)
+        x_sq = squared_norms(rows)
+        csr = rows if is_sparse(rows) else sp.csr_matrix(rows)
+        kernel = (self.kernel.code, self.kernel.gamma, self.kernel.coef0, self.kernel.degree)
+        y, weight, ids = (np.ascontiguousarray(v, dtype) for v, dtype in
+                          ((y, np.float64), (weight, np.float64), (ids, np.int64)))
+        done = 0
+        while done < len(y):
+            done = _steps(csr.data, csr.indices, csr.indptr, x_sq, y, weight, ids, done, *self.buffer.arrays(),
+                          self.counters, self.reals, self.lam, self.budget, self.eta_theta, *kernel)
+            if done < len(y):
+                self.buffer.grow(self.counters[_N_SV])
+
+    def progress(self):
+        """(steps, |S|, theta, margin hits, removals) so far."""
+        c = self.counters
+        return int(c[_T]), int(c[_N_SV]), float(self.reals[_THETA]), int(c[_HITS]), int(c[_REMOVED])
+
+    def model(self, classes, metadata):
+        """The kernel expansion sum_j a_j K(s_j, x) after the final projection to at most B support vectors.
+
+        a is the average or the last iterate (see the module doc); support
+        vectors are sorted by id; ``metadata`` is extended with the run's record.
+        """
+        buffer, counters = self.buffer, self.counters
+        while counters[_N_SV] > self.budget:  # the final projection onto f(theta) <= B
+            _remove_smallest(*buffer.arrays(), counters, np.inf)
+        _flush_averages(buffer.beta, buffer.acc, counters, self.reals, self.lam)
+        n, steps = int(counters[_N_SV]), int(counters[_T])
+        order = np.argsort(buffer.ids[:n], kind="stable")
+        rows = buffer.rows[:n][order]
+        if self.sparse_input:
+            rows = as_rows(sp.csr_matrix(rows))
+        if self.average:
+            coef = buffer.acc[:n][order] / max(1, steps - counters[_AVG_FROM] + 1)
+        else:
+            coef = buffer.beta[:n][order] / (self.lam * max(1, steps))
+        steps, _, theta, hits, removed = self.progress()
+        meta = dict(metadata, steps=steps, theta=theta, margin_hits=hits, removals=removed)
+        return KernelExpansion(rows, coef, 0.0, self.kernel, list(classes), buffer.rows.shape[1], meta,
+                               buffer.ids[:n][order])
+
+
 def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_theta=0.05, average=True, seed=0):
     """Train the elastic budget SVM on ``engine``; the model has at most ``budget`` support vectors.
 
@@ -117,12 +177,8 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
     sizes = np.array([a["n"] for a in described], np.int64)
     keys = np.array([a["key"] for a in described], np.int64)
     rng = np.random.default_rng([seed, 1 << 20])  # the driver's interleaving, apart from the partitions' orders
-    buffer = _SupportBuffer(budget + 1, engine.n_features)
-    total = epochs * int(sizes.sum())
-    counters = np.array([0, 0, 0, 0, total // 2 + 1 if average else total + 1], np.int64)
-    reals = np.zeros(3)
-    kernel_args = (kernel.code, kernel.gamma, kernel.coef0, kernel.degree)
-    sparse_input = False
+    learner = EBSVMLearner(engine.n_features, budget=budget, lam=lam, kernel=kernel, eta_theta=eta_theta,
+                           average=average, total_steps=epochs * int(sizes.sum()))
     start = time.perf_counter()
     for epoch in range(epochs):
         offsets = np.zeros_like(sizes)
@@ -133,20 +189,14 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
             answers = engine.run("ebsvm_batch", request, rebuild=lambda request=request: request)
             offsets = offsets + counts
             rows = stack_rows([a["rows"] for a in answers])
-            sparse_input = sparse_input or is_sparse(rows)
             order = rng.permutation(rows.shape[0])  # a uniform interleaving of the partitions' rows
-            _steps_on_batch(buffer, counters, reals, take_rows(rows, order),
-                            *(np.concatenate([a[k] for a in answers])[order] for k in ("y", "weight", "ids")),
-                            lam, budget, eta_theta, kernel_args)
+            learner.steps(take_rows(rows, order),
+                          *(np.concatenate([a[k] for a in answers])[order] for k in ("y", "weight", "ids")))
         log.info("ebsvm epoch %d: %d steps, support %d, theta %.3g, %d margin hits, %d removals, %.1fs",
-                 epoch + 1, counters[_T], counters[_N_SV], reals[_THETA], counters[_HITS], counters[_REMOVED],
-                 time.perf_counter() - start)
-    while counters[_N_SV] > budget:  # the final projection onto f(theta) <= B
-        _remove_smallest(*buffer.arrays(), counters, np.inf)
-    _flush_averages(buffer.beta, buffer.acc, counters, reals, lam)
+                 epoch + 1, *learner.progress(), time.perf_counter() - start)
     params = {"budget": budget, "lam": lam, "kernel": kernel.to_dict(), "epochs": epochs, "batch_size": batch_size,
               "eta_theta": eta_theta, "average": average, "seed": seed}
-    return _to_model(engine, kernel, buffer, counters, reals, sparse_input, params)
+    return learner.model(engine.classes, {"method": "ebsvm", "params": params, "n_train": engine.n_examples})
 
 
 def _check_args(budget, lam, kernel, epochs, batch_size, eta_theta, seed):
@@ -163,18 +213,6 @@ def _check_args(budget, lam, kernel, epochs, batch_size, eta_theta, seed):
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         ints.append(int(value))
     return ints
-
-
-def _steps_on_batch(buffer, counters, reals, rows, y, weight, ids, lam, budget, eta_theta, kernel_args):
-    """Run one EBSVM step per row of the batch, growing the support buffer when it is full."""
-    x_sq = squared_norms(rows)
-    csr = rows if is_sparse(rows) else sp.csr_matrix(rows)
-    done = 0
-    while done < len(y):
-        done = _steps(csr.data, csr.indices, csr.indptr, x_sq, y, weight, ids, done, *buffer.arrays(),
-                      counters, reals, lam, budget, eta_theta, *kernel_args)
-        if done < len(y):
-            buffer.grow(counters[_N_SV])
 
 
 # One EBSVM step per example (the algorithm of the module doc), with a_j = beta_j / (lambda t):
@@ -255,20 +293,3 @@ def _remove_smallest(sv, sv_sq, beta, acc, sv_ids, born, counters, limit):
     sv_ids[best], born[best] = sv_ids[last], born[last]
     counters[_N_SV] = last
     counters[_REMOVED] += 1
-
-
-def _to_model(engine, kernel, buffer, counters, reals, sparse_input, params):
-    """The kernel expansion sum_j a_j K(s_j, x) (a: last iterate or average), support vectors sorted by id."""
-    n, steps = int(counters[_N_SV]), int(counters[_T])
-    order = np.argsort(buffer.ids[:n], kind="stable")
-    rows = buffer.rows[:n][order]
-    if sparse_input:
-        rows = as_rows(sp.csr_matrix(rows))
-    if params["average"]:
-        coef = buffer.acc[:n][order] / (steps - counters[_AVG_FROM] + 1)
-    else:
-        coef = buffer.beta[:n][order] / (params["lam"] * steps)
-    meta = {"method": "ebsvm", "params": params, "steps": steps, "theta": float(reals[_THETA]),
-            "margin_hits": int(counters[_HITS]), "removals": int(counters[_REMOVED]), "n_train": engine.n_examples}
-    return KernelExpansion(rows, coef, 0.0, kernel, list(engine.classes), engine.n_features, meta,
-                           buffer.ids[:n][order])
