@@ -30,8 +30,8 @@ RIPLEY_CSVC_GRID = {"C": (0.1, 1.0, 10.0, 100.0), "gamma": (0.5, 1.0, 2.0, 5.0, 
 RIPLEY_EBSVM_GRID = {"lam": (1e-3, 1e-2, 1e-1), "gamma": (0.5, 1.0, 2.0, 5.0, 10.0)}
 RIPLEY_EPOCHS = 20
 LARGE = {  # data set: (C-SVC's C and gamma, EBSVM's gamma grid, lambda grid)
-    "ijcnn1": ({"C": 10.0, "gamma": 1.0}, (0.05, 0.1, 0.2), (1e-7, 1e-5)),
-    "a8a": ({"C": 1.0, "gamma": 0.05}, (0.02, 0.05, 0.1), (1e-6, 1e-4)),
+    "ijcnn1": ({"C": 10.0, "gamma": 1.0}, (0.05, 0.07, 0.1, 0.14), (1e-6, 1e-5, 1e-4)),
+    "a8a": ({"C": 1.0, "gamma": 0.05}, (0.02, 0.05, 0.1), (1e-5, 1e-4)),
 }
 EPOCHS = 2
 
