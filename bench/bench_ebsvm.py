@@ -4,7 +4,8 @@ Ripley (B = 10): C-SVC's (C, gamma) and EBSVM's (lambda, gamma) each chosen
 by 5-fold cross-validation on synth.tr; synth.te only scores the choices.
 ijcnn1 and a8a (B = 10, 50, 200; two epochs): EBSVM's (gamma, lambda)
 chosen per B on a validation split of the training file (the last 20% of
-a seeded permutation), then refitted on the whole training file; C-SVC
+a seeded permutation), then refitted on the whole training file (seed 0;
+the mean test error over five sampling seeds shows the spread); C-SVC
 uses the literature's (C, gamma) (see the data README) on the files as
 they are.  For EBSVM ijcnn1 is standardised with the training file's means
 and deviations, as the paper does (a8a stays sparse and binary).
@@ -34,15 +35,26 @@ LARGE = {  # data set: (C-SVC's C and gamma, EBSVM's gamma grid, lambda grid)
     "a8a": ({"C": 1.0, "gamma": 0.05}, (0.02, 0.05, 0.1), (1e-5, 1e-4)),
 }
 EPOCHS = 2
+SEEDS = 5
 
 
 def error(model, X, y):
     return float(np.mean(model.predict(X) != y))
 
 
-def ebsvm(X, y, budget, gamma, lam, epochs):
+def ebsvm(X, y, budget, gamma, lam, epochs, seed=0):
     return fit_ebsvm(LocalEngine(X, y, n_partitions=2), budget=budget, lam=lam, kernel=KernelSpec(gamma=gamma),
-                     epochs=epochs)
+                     epochs=epochs, seed=seed)
+
+
+def ebsvm_row(name, method, params, selection_error, budget, epochs, X, y, Xt, yt):
+    """The table row of the seed-0 fit, with the mean test error over SEEDS seeds (the sampling's spread)."""
+    start = time.perf_counter()
+    model = ebsvm(X, y, budget, params["gamma"], params["lam"], epochs)
+    seconds = time.perf_counter() - start
+    errors = [error(model, Xt, yt)] + [error(ebsvm(X, y, budget, params["gamma"], params["lam"], epochs, seed), Xt, yt)
+                                       for seed in range(1, SEEDS)]
+    return [name, method, str(params), selection_error, errors[0], float(np.mean(errors)), model.n_support, seconds]
 
 
 def cv_error(fit, X, y, folds=5, seed=0):
@@ -72,12 +84,11 @@ def ripley_rows():
     rows = []
     start = time.perf_counter()
     model = fit_csvc(LocalEngine(X, y), C=csvc_params["C"], kernel=KernelSpec(gamma=csvc_params["gamma"]))
-    rows.append(["ripley", "C-SVC", str(csvc_params), csvc_cv, error(model, Xt, yt), model.n_support,
+    csvc_error = error(model, Xt, yt)
+    rows.append(["ripley", "C-SVC", str(csvc_params), csvc_cv, csvc_error, csvc_error, model.n_support,
                  time.perf_counter() - start])
-    start = time.perf_counter()
-    model = ebsvm(X, y, 10, eb_params["gamma"], eb_params["lam"], RIPLEY_EPOCHS)
-    rows.append(["ripley", f"EBSVM B=10 ({RIPLEY_EPOCHS} ep.)", str(eb_params), eb_cv, error(model, Xt, yt),
-                 model.n_support, time.perf_counter() - start])
+    rows.append(ebsvm_row("ripley", f"EBSVM B=10 ({RIPLEY_EPOCHS} ep.)", eb_params, eb_cv, 10, RIPLEY_EPOCHS,
+                          X, y, Xt, yt))
     return rows
 
 
@@ -90,7 +101,8 @@ def large_rows(name):
     start = time.perf_counter()  # C-SVC on the files as they are, where the literature's parameters apply
     model = fit_csvc(LocalEngine(X, y, n_partitions=2), C=csvc_params["C"],
                      kernel=KernelSpec(gamma=csvc_params["gamma"]))
-    rows.append([name, "C-SVC", str(csvc_params), float("nan"), error(model, Xt, yt), model.n_support,
+    csvc_error = error(model, Xt, yt)
+    rows.append([name, "C-SVC", str(csvc_params), float("nan"), csvc_error, csvc_error, model.n_support,
                  time.perf_counter() - start])
     if name == "ijcnn1":
         scaler = StandardScaler().fit(X.toarray())
@@ -100,10 +112,7 @@ def large_rows(name):
     for budget in BUDGETS:
         params, val = best({"gamma": gammas, "lam": lams}, lambda p: error(
             ebsvm(X[fit_part], y[fit_part], budget, p["gamma"], p["lam"], EPOCHS), X[val_part], y[val_part]))
-        start = time.perf_counter()
-        model = ebsvm(X, y, budget, params["gamma"], params["lam"], EPOCHS)
-        rows.append([name, f"EBSVM B={budget} ({EPOCHS} ep.)", str(params), val, error(model, Xt, yt),
-                     model.n_support, time.perf_counter() - start])
+        rows.append(ebsvm_row(name, f"EBSVM B={budget} ({EPOCHS} ep.)", params, val, budget, EPOCHS, X, y, Xt, yt))
     return rows
 
 
@@ -112,7 +121,8 @@ def main():
     if "--quick" not in sys.argv:
         for name in LARGE:
             rows += large_rows(name)
-    common.print_table(["data", "method", "chosen params", "cv/val error", "test error", "SVs", "train s"], rows)
+    common.print_table(["data", "method", "chosen params", "cv/val error", "test error", f"mean of {SEEDS} seeds",
+                        "SVs", "train s"], rows)
 
 
 if __name__ == "__main__":

@@ -88,7 +88,7 @@ class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams):
     @keyword_only
     def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, predictionCol="prediction",
                  rawPredictionCol="rawPrediction", kernel="rbf", gamma=1.0, degree=3, coef0=0.0, budget=100,
-                 regParam=1e-4, epochs=1, batchSize=1024, etaTheta=0.05, average=True, numPartitions=None,
+                 regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0, average=True, numPartitions=None,
                  threshold=0.0, seed=0, probabilityCol="probability", calibrationFraction=0.0):
         super().__init__()
         self._set(**self._input_kwargs)

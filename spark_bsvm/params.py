@@ -89,4 +89,4 @@ class _EBSVMParams(_BSVMParams):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=0.05, average=True)
+        self._setDefault(budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0, average=True)
