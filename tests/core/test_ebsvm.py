@@ -109,6 +109,7 @@ def test_the_model_keeps_to_the_budget(budget):
     assert np.mean(model.predict(X) != y) < 0.3  # it learned something: the classes are 54/46
 
 
+@pytest.mark.data
 def test_ripley_with_ten_support_vectors_is_within_one_and_a_half_points_of_csvc(ripley):
     # parameters chosen by 5-fold cross-validation on synth.tr (bench/bench_ebsvm.py), never on synth.te
     X, y, Xt, yt = ripley
