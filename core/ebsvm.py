@@ -46,8 +46,8 @@ Choices the text leaves open, and ours:
   a_j over the last half of the steps (suffix averaging, as analysed for
   SGD with step 1/(lambda t) by Rakhlin, Shamir and Sridharan, 2012), zero
   while j was not in S; ``average=False`` returns the last iterate.  With
-  two epochs on ijcnn1 (B = 200) the average cut the test error from about
-  5% to about 4%: the last iterate of so few steps is still noisy.
+  two epochs on ijcnn1 (B = 200) the average cut the validation error from
+  about 5% to about 4%: the last iterate of so few steps is still noisy.
 - Instance weights w_i scale the hinge term of example i.
 
 Cost per step.  Pegasos' scale trick: after step t, a_j = beta_j / (lambda
