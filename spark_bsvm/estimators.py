@@ -2,12 +2,13 @@
 
 from pyspark import keyword_only
 
+from core.ebsvm import fit_ebsvm
 from core.l0svm import MARGINS, fit_l0svm
 from core.slant import fit_slant
 from core.svc import fit_budget_svm, fit_csvc
 from spark_bsvm.estimator import _BSVMEstimator, positive
 from spark_bsvm.model import BSVMModel
-from spark_bsvm.params import _BudgetParams, _DualParams, _L0Params, _SlantParams
+from spark_bsvm.params import _BudgetParams, _DualParams, _EBSVMParams, _L0Params, _SlantParams
 
 
 class CSVC(_BSVMEstimator, _DualParams):
@@ -184,3 +185,46 @@ class L0SVM(_BSVMEstimator, _L0Params):
                          max_outer=get(self.maxOuterIter), initial=get(self.initialSet), m0=get(self.initialSize),
                          seed=get(self.seed), tol=self.getTol(), working_set_size=get(self.workingSetSize),
                          max_rounds=self.getMaxIter())
+
+
+class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams):
+    """The elastic budget SVM: a primal kernel SVM with at most ``budget`` support vectors.
+
+    Stochastic subgradient steps (step 1/(regParam t), one example at a
+    time, no bias) on lambda/2 ||a||^2 + sum_i hinge_i; a threshold theta on
+    |a| follows eq. 3 so that the number of support vectors stays near the
+    budget, and after each step the support vector of smallest |a| below
+    theta is removed.  The partitions serve shuffled mini-batches (seeded:
+    same ``seed``, same model); the driver runs the steps and holds only the
+    support vectors.  Honours ``weightCol`` (w_i scales example i's hinge).
+
+    >>> model = ElasticBudgetSVM(budget=200, regParam=1e-5, gamma=0.1, epochs=2).fit(train_df)  # doctest: +SKIP
+    """
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, predictionCol="prediction",
+                 rawPredictionCol="rawPrediction", kernel="rbf", gamma=1.0, degree=3, coef0=0.0, budget=100,
+                 regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0, average=True, numPartitions=None,
+                 threshold=0.0, seed=0, probabilityCol="probability", calibrationFraction=0.0):
+        super().__init__()
+        self._set(**self._input_kwargs)
+
+    def setBudget(self, value):
+        return self._set(budget=value)
+
+    def setRegParam(self, value):
+        return self._set(regParam=value)
+
+    def _validate_params(self):
+        super()._validate_params()
+        for name in ("budget", "epochs", "batchSize"):
+            if self.getOrDefault(name) < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {self.getOrDefault(name)}")
+        for name in ("regParam", "etaTheta"):
+            positive(name, self.getOrDefault(name))
+
+    def _train(self, engine, kernel):
+        get = self.getOrDefault
+        return fit_ebsvm(engine, budget=get(self.budget), lam=get(self.regParam), kernel=kernel,
+                         epochs=get(self.epochs), batch_size=get(self.batchSize), eta_theta=get(self.etaTheta),
+                         average=get(self.average), seed=get(self.seed))

@@ -116,3 +116,24 @@ class _L0Params(_DualParams):
         super().__init__(*args)
         self._setDefault(CAlpha=0.2, margin="kernel", eps=1e-4, maxOuterIter=100, initialSet="random",
                          initialSize=500, tol=1e-6)  # inner solves eps-accurate, see core.l0svm.fit_l0svm
+
+
+class _EBSVMParams(_BSVMParams):
+    """Params of the elastic budget SVM (stochastic subgradient steps, threshold theta held at the budget)."""
+
+    budget = Param(Params._dummy(), "budget", "B: the model keeps at most B support vectors; a threshold theta "
+                   "on |a| holds their number near B during training (integer >= 1)", TypeConverters.toInt)
+    regParam = Param(Params._dummy(), "regParam", "lambda of the primal lambda/2 ||a||^2 + sum_i hinge_i; the "
+                     "step at example t is 1/(lambda t) (> 0)", TypeConverters.toFloat)
+    epochs = Param(Params._dummy(), "epochs", "passes over the training data, each in a new random order "
+                   "(integer >= 1)", TypeConverters.toInt)
+    batchSize = Param(Params._dummy(), "batchSize", "rows the partitions send to the driver per round; the steps "
+                      "stay one example at a time (integer >= 1)", TypeConverters.toInt)
+    etaTheta = Param(Params._dummy(), "etaTheta", "step of theta (eq. 3) relative to the coefficients' step "
+                     "1/(lambda t) (> 0)", TypeConverters.toFloat)
+    average = Param(Params._dummy(), "average", "return the coefficients averaged over the last half of the "
+                    "steps (else the last iterate)", TypeConverters.toBoolean)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0, average=True)

@@ -109,3 +109,42 @@ def naive_l0svm_step(K, y, a, C_xi, C_alpha, eps=1e-4, margin="kernel"):
     a_next[A] = M @ K[A, :] @ (y * beta)
     free = (beta > 1e-6 * C_xi) & (beta < C_xi * (1 - 1e-6))
     return beta, a_next, np.mean(y[free] - K[free] @ a_next)
+
+
+def naive_ebsvm(X, y, weight, ids, *, budget, lam, spec, eta_theta, average, total_steps):
+    """EBSVM's steps (core.ebsvm's module doc) on the rows in the given order, coefficients kept directly.
+
+    Returns (support ids, coefficients), sorted by id.  No scale trick: every
+    step multiplies every a_j by (1 - 1/t); the average sums a_j after every
+    step of the last half.
+    """
+    X = _dense(X)
+    sv, born, alpha, total = [], [], [], {}  # total: id -> sum of a_j over the averaged steps
+    theta, first_averaged = 0.0, total_steps // 2 + 1 if average else total_steps + 1
+    for t, (x, label, w, i) in enumerate(zip(X, y, weight, ids), start=1):
+        k = [naive_kernel(x[None], X[ids.tolist().index(j)][None], spec)[0, 0] for j in sv]
+        margin = label * float(np.dot(alpha, k)) if sv else 0.0
+        alpha = [(1.0 - 1.0 / t) * a for a in alpha]
+        if margin < 1.0:
+            alpha = [a + label * w * kj / (lam * t) for a, kj in zip(alpha, k)]
+            if i not in sv:
+                sv.append(i), born.append(t), total.setdefault(i, 0.0)
+                alpha.append(label * w * naive_kernel(x[None], x[None], spec)[0, 0] / (lam * t))
+        theta = max(0.0, theta - eta_theta / (lam * t) * (budget - len(sv)))
+        violators = [j for j in range(len(sv)) if abs(alpha[j]) < theta]
+        if violators:
+            _naive_drop(sv, born, alpha, total, min(violators, key=lambda j: (abs(alpha[j]), born[j])))
+        if t >= first_averaged:
+            for j, a in zip(sv, alpha):
+                total[j] += a
+    while len(sv) > budget:
+        _naive_drop(sv, born, alpha, total, min(range(len(sv)), key=lambda j: (abs(alpha[j]), born[j])))
+    n_averaged = max(1, total_steps - first_averaged + 1)
+    coef = [total[j] / n_averaged for j in sv] if average else alpha
+    order = np.argsort(sv)
+    return np.asarray(sv)[order], np.asarray(coef)[order]
+
+
+def _naive_drop(sv, born, alpha, total, j):
+    del total[sv[j]]
+    del sv[j], born[j], alpha[j]

@@ -19,3 +19,4 @@ def partition_function(fn):
 from core.partition import dual  # noqa: E402,F401  (registers the dual-decomposition functions)
 from core.partition import slant  # noqa: E402,F401  (registers the slant-loss sparsifier's functions)
 from core.partition import l0svm  # noqa: E402,F401  (registers the L0-norm SVM functions)
+from core.partition import ebsvm  # noqa: E402,F401  (registers the elastic budget SVM's batch server)
