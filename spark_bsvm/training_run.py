@@ -63,6 +63,7 @@ def fit(split, model_config, warm_start_from=None):
         train.unpersist()
     done = time.perf_counter()
     timings = {"train_rows": n_train, "training_seconds": done - prepared, "features_seconds": prepared - start}
+    svm.expansion.metadata.update(timings)  # saved with the model, for jobs/evaluate.py
     return PipelineModel(features.stages + [svm]), timings
 
 
