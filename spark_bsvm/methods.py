@@ -72,11 +72,15 @@ def build_estimator(name, params, features_col="features", label_col="label"):
     return estimator
 
 
-def warm_started(name, estimator, expansion):
-    """``estimator`` set to start from ``expansion`` via the method's hook, or a ValueError if it has none."""
-    method = lookup(name)
-    if method.warm_start is None:
+def check_warm_start(name):
+    """A ValueError with the fix unless method ``name`` has a warm-start hook."""
+    if lookup(name).warm_start is None:
         able = sorted(n for n, m in METHODS.items() if m.warm_start is not None)
         raise ValueError(f"[retrain] warm_start = true, but method {name!r} cannot start from a support set "
                          f"(methods that can: {able or 'none yet'}); set warm_start = false")
-    return method.warm_start(estimator, expansion)
+
+
+def warm_started(name, estimator, expansion):
+    """``estimator`` set to start from ``expansion`` via the method's hook, or a ValueError if it has none."""
+    check_warm_start(name)
+    return lookup(name).warm_start(estimator, expansion)

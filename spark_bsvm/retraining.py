@@ -24,7 +24,7 @@ import os
 from pyspark import StorageLevel
 from pyspark.ml import PipelineModel
 
-from spark_bsvm import report, training_run
+from spark_bsvm import methods, report, training_run
 from spark_bsvm.registry import ModelRegistry
 
 PROMOTED, KEPT = "promoted", "kept"
@@ -59,6 +59,8 @@ def _file_stats(path):
 def retrain(spark, config):
     """(outcome, version, record) of one retraining run; outcome is ``PROMOTED`` or ``KEPT``."""
     settings = config["retrain"]
+    if settings["warm_start"]:
+        methods.check_warm_start(config["model"]["method"])  # before anything is read or trained
     registry = ModelRegistry(settings["registry"])
     registry.clean_staging()
     fingerprint = input_fingerprint(config)

@@ -60,11 +60,14 @@ def test_promoting_an_unknown_version_and_a_corrupt_pointer_are_refused(tmp_path
         registry.current()
 
 
+# loads registry.py alone (not the spark_bsvm package, which imports pyspark) to keep the processes quick
 SCRIPT = """
-import os, sys
+import importlib.util, os, sys
 from pathlib import Path
-from spark_bsvm.registry import ModelRegistry
-registry = ModelRegistry(sys.argv[1])
+spec = importlib.util.spec_from_file_location("registry", "spark_bsvm/registry.py")
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+registry = module.ModelRegistry(sys.argv[1])
 def write(path):
     os.makedirs(path); Path(path, "weights.txt").write_text("new")
 registry.promote(registry.publish(write, {"fingerprint": "new"}))
@@ -75,7 +78,7 @@ registry.promote(registry.publish(write, {"fingerprint": "new"}))
 def test_a_process_killed_at_any_step_leaves_the_previous_current_loadable(tmp_path, point):
     registry = ModelRegistry(str(tmp_path))
     registry.promote(registry.publish(fake_model("old"), {"fingerprint": "old"}))
-    env = dict(os.environ, BSVM_REGISTRY_CRASH_AT=point, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, BSVM_REGISTRY_CRASH_AT=point)
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], env=env, cwd=ROOT)
     assert done.returncode == CRASH_EXIT
     assert registry.current() == 1 and current_text(registry) == "old"
