@@ -7,6 +7,7 @@ Exit codes of every job (``jobs/retrain.py`` adds its own, see there):
 """
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -39,6 +40,8 @@ def session():
     """The job's Spark session (active, spark-submit's, or local), Spark's console logging at WARN."""
     from spark_bsvm.engine import default_spark_session
 
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("spark_bsvm").setLevel(logging.INFO)  # one line per decomposition round
     spark = default_spark_session()
     spark.sparkContext.setLogLevel("WARN")
     return spark
