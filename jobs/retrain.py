@@ -17,12 +17,15 @@ exit codes:
 """
 
 import sys
+from pathlib import Path
 
 from spark_bsvm import job_cli, report, retraining
 
+DEFAULT_CONFIG = str(Path(__file__).resolve().parents[1] / "conf" / "retrain.toml")
+
 
 def main(argv=None):
-    args = job_cli.job_parser(__doc__, str(job_cli.CONF_DIR / "retrain.toml")).parse_args(argv)
+    args = job_cli.job_parser(__doc__, DEFAULT_CONFIG).parse_args(argv)
     config = job_cli.load(args, require=("data", "model", "retrain"))
     outcome, version, record = retraining.retrain(job_cli.session(), config)
     current = record["current"]

@@ -10,10 +10,11 @@ time; [output] says where the model, the JSON report and the PNG go.
 """
 
 import sys
+from pathlib import Path
 
 from spark_bsvm import job_cli, report, training_run
 
-DEFAULT_CONFIG = str(job_cli.CONF_DIR / "quickstart.toml")
+DEFAULT_CONFIG = str(Path(__file__).resolve().parents[1] / "conf" / "quickstart.toml")
 
 
 def main(argv=None):

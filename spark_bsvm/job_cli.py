@@ -9,13 +9,11 @@ Exit codes of every job (``jobs/retrain.py`` adds its own, see there):
 import argparse
 import logging
 import sys
-from pathlib import Path
 
 from spark_bsvm import config as config_module
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 
 def job_parser(doc, default_config=None):
