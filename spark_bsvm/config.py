@@ -153,7 +153,11 @@ def validate(raw, source="<config>", require=REQUIRED_SECTIONS):
 
 
 def _check_values(config, source):
-    data = config["data"]
+    if "retrain" in config and config["retrain"]["margin"] < 0:
+        raise ConfigError(f"{source}: [retrain] margin must be >= 0, got {config['retrain']['margin']}")
+    data = config.get("data")
+    if data is None:
+        return
     if not 0.0 < data["test_fraction"] < 1.0:
         raise ConfigError(f"{source}: [data] test_fraction must be in (0, 1), got {data['test_fraction']}")
     if data["scale"] not in ("none", "minmax", "standard"):
@@ -161,8 +165,6 @@ def _check_values(config, source):
     for key in ("rows", "features", "num_features"):
         if data[key] is not None and data[key] < 1:
             raise ConfigError(f"{source}: [data] {key} must be >= 1, got {data[key]}")
-    if "retrain" in config and config["retrain"]["margin"] < 0:
-        raise ConfigError(f"{source}: [retrain] margin must be >= 0, got {config['retrain']['margin']}")
 
 
 def describe():

@@ -67,9 +67,11 @@ def test_a_missing_config_file_says_where_configs_are(tmp_path):
         load_config(str(tmp_path / "nope.toml"))
 
 
-def test_retrain_needs_a_registry(tmp_path):
+def test_retrain_needs_a_registry_and_a_margin_of_zero_or_more(tmp_path):
     with pytest.raises(ConfigError, match=r"\[retrain\] registry is required"):
         load_config(write(tmp_path, BASE + "[retrain]\nmargin = 0.01\n"))
+    with pytest.raises(ConfigError, match=r"\[retrain\] margin must be >= 0, got -0.1"):
+        load_config(write(tmp_path, BASE + '[retrain]\nregistry = "r"\nmargin = -0.1\n'))
 
 
 @pytest.mark.parametrize("method, params, message", [
