@@ -31,8 +31,7 @@ def main(argv=None):
     print(f"model {path} ({training.get('method')}) on {run_report['test_rows']} test rows")
     print(report.summary_line(run_report))
     print("confusion: " + ", ".join(f"{k} {v}" for k, v in run_report["confusion"].items()))
-    training_run.write_outputs(spark, dict(config, output=dict(config["output"], model=None)), model, run_report,
-                               split.test)
+    training_run.write_outputs(config, model, run_report, split.test)
     return job_cli.EXIT_OK
 
 

@@ -28,7 +28,8 @@ def main(argv=None):
     print(f"method={config['model']['method']} train_rows={timings['train_rows']} "
           f"test_rows={evaluation['test_rows']} rounds={run_report['training'].get('rounds')}")
     print(report.summary_line(run_report))
-    training_run.write_outputs(spark, config, model, run_report, split.test)
+    training_run.save_model(config, model)
+    training_run.write_outputs(config, model, run_report, split.test)
     return job_cli.EXIT_OK
 
 

@@ -76,12 +76,17 @@ def describe_run(config, timings, evaluation, pipeline_model):
                 training=report.training_record(report.svm_stage(pipeline_model)))
 
 
-def write_outputs(spark, config, pipeline_model, run_report, test):
-    """Save the model, the plot (adds its points to the report) and the JSON report where ``[output]`` says."""
+def save_model(config, pipeline_model):
+    """Save the fitted pipeline to ``[output] model`` when set (overwriting)."""
+    path = config["output"]["model"]
+    if path:
+        pipeline_model.write().overwrite().save(path)
+        print(f"model written to {path}")
+
+
+def write_outputs(config, pipeline_model, run_report, test):
+    """Write the plot (adding its points to the report) and the JSON report where ``[output]`` says."""
     output = config["output"]
-    if output["model"]:
-        pipeline_model.write().overwrite().save(output["model"])
-        print(f"model written to {output['model']}")
     if output["plot"]:
         X, y = report.held_out_sample(pipeline_model, test, output["plot_rows"], seed=config["data"]["seed"])
         curve = report.error_vs_support(report.svm_stage(pipeline_model).expansion, X, y, output["plot"])
