@@ -43,7 +43,7 @@ class _Restart(Exception):
 
 
 def default_spark_session():
-    """The active SparkSession, or a local one built for this machine.
+    """The active SparkSession, spark-submit's, or a local one built for this machine.
 
     The local session uses every core (``local[*]``), the running Python
     for the workers, and 4g of driver memory unless ``SPARK_DRIVER_MEMORY``
@@ -54,6 +54,8 @@ def default_spark_session():
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # started by spark-submit: its --master and --conf decide
+        return SparkSession.builder.getOrCreate()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     return (SparkSession.builder.master("local[*]").appName("spark-bsvm")

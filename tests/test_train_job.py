@@ -1,31 +1,53 @@
-"""The main job trains a real model and reports it."""
+"""The main job trains a real model from the quick-start config and reports it; --help and bad input."""
 
+import json
 import re
 
 import pytest
+from pyspark.ml import PipelineModel
 
-from core.model import KernelExpansion
-from jobs.train import main
+from jobs.train import DEFAULT_CONFIG, main
+from spark_bsvm import job_cli
 
-
-def test_main_job_prints_error_and_support_size(tmp_path, capsys):
-    path = tmp_path / "model.npz"
-    assert main(["--engine", "local", "--n-train", "800", "--n-test", "400", "--budget", "40",
-                 "--save", str(path)]) == 0
-    out = capsys.readouterr().out
-    error = float(re.search(r"test error: ([0-9.]+)%", out).group(1))
-    n_support = int(re.search(r"support vectors: (\d+)", out).group(1))
-    assert 0 < n_support < 800
-    assert error < 30.0  # a real model, far from the 50% of a coin
-    assert KernelExpansion.load(path).n_support == n_support
+SMALL = ["--set", "data.rows=1200", "--set", "model.params.budget=40"]
 
 
 @pytest.mark.spark
-def test_main_job_runs_on_spark(spark, capsys):
-    assert main(["--n-train", "600", "--n-test", "300", "--method", "csvc"]) == 0
-    assert float(re.search(r"test error: ([0-9.]+)%", capsys.readouterr().out).group(1)) < 30.0
+def test_main_job_prints_error_and_support_size(spark, tmp_path, capsys):
+    out_dir = tmp_path / "out"
+    assert main(SMALL + ["--set", f"output.model={out_dir}/model", "--set", f"output.report={out_dir}/r.json"]) == 0
+    out = capsys.readouterr().out
+    error = float(re.search(r"test error: ([0-9.]+)%", out).group(1))
+    n_support = int(re.search(r"support vectors: (\d+)", out).group(1))
+    assert re.search(r"training time: [0-9.]+s", out)
+    assert 0 < n_support < 800
+    assert error < 30.0  # a real model, far from the 50% of a coin
+    report = json.loads((out_dir / "r.json").read_text())
+    assert report["support_size"] == n_support and report["method"] == "budget_l1"
+    assert abs(100 * report["test_error"] - error) < 0.01 and report["train_rows"] + report["test_rows"] == 1200
+    confusion = report["confusion"]
+    assert sum(confusion.values()) == report["test_rows"]
+    assert confusion["false_positive"] + confusion["false_negative"] == round(report["test_error"]
+                                                                               * report["test_rows"])
+    assert PipelineModel.load(str(out_dir / "model")).stages[-1].numSupportVectors == n_support
 
 
-def test_main_job_prunes_to_the_budget(capsys):
-    assert main(["--engine", "local", "--n-train", "500", "--n-test", "100", "--budget", "30", "--prune"]) == 0
+@pytest.mark.spark
+def test_main_job_prunes_to_the_budget(spark, capsys):
+    assert main(SMALL + ["--set", "model.params.budget=30", "--set", "model.params.prune=true"]) == 0
     assert int(re.search(r"support vectors: (\d+)", capsys.readouterr().out).group(1)) == 30
+
+
+def test_main_job_defaults_to_the_quickstart_config_and_documents_every_option(capsys):
+    assert DEFAULT_CONFIG.endswith("conf/quickstart.toml")
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--config", "--set", "[data]", "source (str, required)", "[output]", "plot_rows"):
+        assert option in text
+
+
+def test_a_bad_config_exits_2_with_the_fix(capsys):
+    assert job_cli.run(main, ["--set", "data.sourc=csv"]) == job_cli.EXIT_BAD_INPUT
+    assert "unknown key(s) ['sourc'] in [data]; known keys:" in capsys.readouterr().err

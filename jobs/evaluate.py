@@ -1,0 +1,39 @@
+"""Evaluate a saved model on the test part of [data]: test error, support size, confusion counts.
+
+Writes the JSON report and the error-vs-support-size PNG where [output]
+says (report, plot).  --model defaults to [output] model of the config.
+
+    python jobs/evaluate.py --config conf/quickstart.toml --model out/quickstart/model
+"""
+
+import sys
+
+from pyspark.ml import PipelineModel
+
+from spark_bsvm import job_cli, report, training_run
+
+
+def main(argv=None):
+    parser = job_cli.job_parser(__doc__)
+    parser.add_argument("--model", help="saved model directory (default: [output] model)")
+    args = parser.parse_args(argv)
+    config = job_cli.load(args)
+    path = args.model or config["output"]["model"]
+    if not path:
+        raise ValueError("no model to evaluate: pass --model or set [output] model")
+    spark = job_cli.session()
+    model = PipelineModel.load(path)
+    split = training_run.split_data(spark, config["data"])
+    svm = report.svm_stage(model)
+    training = report.training_record(svm)
+    run_report = dict(report.evaluate(model, split.test), model=path, training=training,
+                      training_seconds=training.get("training_seconds", float("nan")))
+    print(f"model {path} ({training.get('method')}) on {run_report['test_rows']} test rows")
+    print(report.summary_line(run_report))
+    print("confusion: " + ", ".join(f"{k} {v}" for k, v in run_report["confusion"].items()))
+    training_run.write_outputs(config, model, run_report, split.test)
+    return job_cli.EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(job_cli.run(main))

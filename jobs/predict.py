@@ -1,0 +1,43 @@
+"""Score rows with a saved model: writes Parquet with the prediction and the decision value f(x).
+
+Reads every row of [data] (no test split; --input overrides [data] path),
+encodes them with the model's own feature stages and writes the columns
+label (when the input has one), prediction (in the training label values)
+and decision (f(x) = sum_j coef_j K(s_j, x) + b).
+
+    python jobs/predict.py --config conf/kddcup99.toml --model out/kdd/model --output out/kdd/scores
+"""
+
+import sys
+
+from pyspark.ml import PipelineModel
+from pyspark.ml.functions import vector_to_array
+from pyspark.sql import functions as F
+
+from spark_bsvm import job_cli, loaders, report
+
+
+def main(argv=None):
+    parser = job_cli.job_parser(__doc__)
+    parser.add_argument("--model", help="saved model directory (default: [output] model)")
+    parser.add_argument("--input", help="rows to score, in the [data] format (default: [data] path)")
+    parser.add_argument("--output", required=True, help="Parquet directory to write (overwritten)")
+    args = parser.parse_args(argv)
+    config = job_cli.load(args)
+    path = args.model or config["output"]["model"]
+    if not path:
+        raise ValueError("no model to score with: pass --model or set [output] model")
+    spark = job_cli.session()
+    model = PipelineModel.load(path)
+    svm = report.svm_stage(model)
+    rows = loaders.load(spark, config["data"], path=args.input).frame
+    scored = model.transform(rows).select(
+        "label", svm.getPredictionCol(),
+        F.element_at(vector_to_array(svm.getRawPredictionCol()), 2).alias("decision"))
+    scored.write.mode("overwrite").parquet(args.output)
+    print(f"{spark.read.parquet(args.output).count()} rows scored by {path} written to {args.output}")
+    return job_cli.EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(job_cli.run(main))

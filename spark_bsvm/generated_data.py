@@ -1,0 +1,64 @@
+"""Generated data sets as Spark inputs: the quick-start rings, the Forest-shaped Parquet file."""
+
+import os
+import uuid
+
+import numpy as np
+
+from core.synthetic import FOREST_ROWS, make_forest_like, make_rings
+
+QUICKSTART_ROWS = 9000
+_GENERATOR_KEY = b"spark_bsvm.generator"
+
+
+def _columns_table(X, y):
+    """A pyarrow table of columns x0..x{p-1} and label (1.0 for y > 0, else 0.0)."""
+    import pyarrow as pa
+
+    arrays = [pa.array(np.ascontiguousarray(X[:, j])) for j in range(X.shape[1])]
+    arrays.append(pa.array(np.where(y > 0, 1.0, 0.0)))
+    return pa.Table.from_arrays(arrays, names=[f"x{j}" for j in range(X.shape[1])] + ["label"])
+
+
+def rings_frame(spark, data):
+    """The rings of ``make_rings`` as a ``Loaded`` DataFrame (numeric columns + an assembler stage)."""
+    from pyspark.ml.feature import VectorAssembler
+
+    from spark_bsvm.loaders import FEATURES, Loaded
+
+    X, y = make_rings(data["rows"] or QUICKSTART_ROWS, data["features"], noise=data["noise"], seed=data["seed"])
+    frame = spark.createDataFrame(_columns_table(X, y).to_pandas())
+    columns = [c for c in frame.columns if c != "label"]
+    return Loaded(frame, [VectorAssembler(inputCols=columns, outputCol=FEATURES)])
+
+
+def write_forest_parquet(path, rows=None, noise=0.05, seed=0):
+    """Write ``make_forest_like(rows, noise, seed)`` to the Parquet file ``path`` unless it already holds it.
+
+    Columns x0..x53 (float64) and label (1.0 / 0.0).  The generator's
+    arguments are stored in the file's metadata, so a second call with the
+    same arguments reuses the file and different ones rewrite it.  The file
+    appears atomically (written beside it, then renamed).  Local paths only.
+    """
+    import pyarrow.parquet as pq
+
+    if "://" in path and not path.startswith("file://"):
+        raise ValueError(f"forest_synthetic writes with pyarrow to a local path, got {path}: generate it locally "
+                         "(jobs/train.py --set data.path=/tmp/forest.parquet) and copy it, then use "
+                         "source = \"parquet\"")
+    path = path.removeprefix("file://")
+    key = f"make_forest_like(rows={rows or FOREST_ROWS}, noise={noise}, seed={seed})".encode()
+    if os.path.isfile(path) and (pq.read_schema(path).metadata or {}).get(_GENERATOR_KEY) == key:
+        return path
+    X, y = make_forest_like(rows or FOREST_ROWS, noise=noise, seed=seed)
+    table = _columns_table(X, y)
+    table = table.replace_schema_metadata({_GENERATOR_KEY: key})
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    try:
+        pq.write_table(table, tmp, row_group_size=65536)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path

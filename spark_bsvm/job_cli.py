@@ -1,0 +1,54 @@
+"""What every job in ``jobs/`` shares: ``--config``/``--set`` arguments, the Spark session, exit codes.
+
+Exit codes of every job (``jobs/retrain.py`` adds its own, see there):
+    0  done
+    1  failed (an unexpected error; the traceback is printed)
+    2  bad arguments, config or input data (the message says what to change)
+"""
+
+import argparse
+import logging
+import sys
+
+from spark_bsvm import config as config_module
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+def job_parser(doc, default_config=None):
+    """An argument parser with ``--config`` and repeatable ``--set``; its help lists every config key."""
+    parser = argparse.ArgumentParser(description=doc, epilog=config_module.describe(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default=default_config, required=default_config is None,
+                        help="TOML config file (see conf/)" + (f"; default: {default_config}" if default_config
+                                                               else ""))
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override one config value, e.g. --set model.params.C=10 (repeatable; values "
+                             "are TOML: 10, 1e-3, true, \"text\", [1, 2]; bare words are strings)")
+    return parser
+
+
+def load(args, require=config_module.REQUIRED_SECTIONS):
+    """The validated config named by ``args.config`` with ``args.overrides``."""
+    return config_module.load_config(args.config, args.overrides, require=require)
+
+
+def session():
+    """The job's Spark session (active, spark-submit's, or local), Spark's console logging at WARN."""
+    from spark_bsvm.engine import default_spark_session
+
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("spark_bsvm").setLevel(logging.INFO)  # one line per decomposition round
+    spark = default_spark_session()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def run(main, argv=None):
+    """``main(argv)``'s exit code; a ValueError (bad config or data) prints its message and gives 2."""
+    try:
+        return main(argv)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT

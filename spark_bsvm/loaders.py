@@ -1,0 +1,160 @@
+"""Data loaders for the jobs: one function per input format, all returning a ``Loaded``.
+
+A ``Loaded`` is a DataFrame of raw columns with a double ``label`` column,
+plus the unfitted Spark ML stages that build the feature vector from the
+raw columns (a VectorAssembler, KDD Cup 99's one-hot encoders, a scaler).
+The jobs fit those stages on the training part only and save them with the
+model (a PipelineModel), so evaluation and prediction apply the same
+encoding to new rows.
+
+Formats (``[data] source``):
+    libsvm            LIBSVM/SVMlight text through Spark's ``libsvm`` source
+    csv               delimited text such as UCI ``covtype.data(.gz)``; label at ``label_column``
+    kddcup99          KDD Cup 99 (41 features, 3 categorical, label last with a trailing dot)
+    parquet           a vector column or numeric columns, plus a label column
+    generated         the quick-start rings (``core.synthetic.make_rings``)
+    forest_synthetic  the Forest-shaped set (``core.synthetic.make_forest_like``), written once as Parquet
+"""
+
+from dataclasses import dataclass
+
+from pyspark.ml.feature import MinMaxScaler, OneHotEncoder, StandardScaler, StringIndexer, VectorAssembler
+from pyspark.ml.functions import array_to_vector
+from pyspark.ml.linalg import VectorUDT
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, NumericType
+
+FEATURES = "features"
+
+# KDD Cup 99 (kddcup.names): 41 features, label last; these three are symbolic
+KDD_COLUMNS = 42
+KDD_CATEGORICAL = {1: "protocol_type", 2: "service", 3: "flag"}
+
+
+@dataclass
+class Loaded:
+    """Raw rows with a double ``label``, the unfitted stages building ``features_col`` from them."""
+
+    frame: object
+    stages: list
+    features_col: str = FEATURES
+
+
+def load(spark, data, path=None):
+    """The ``Loaded`` rows of the ``[data]`` config section (``path`` overrides ``data["path"]``)."""
+    source = data["source"]
+    if source not in SOURCES:
+        raise ValueError(f"[data] source {source!r} is unknown; use one of {sorted(SOURCES)}")
+    path = path or data["path"]
+    if path is None and source not in ("generated",):
+        raise ValueError(f"[data] source {source!r} needs a path: set [data] path (or --set data.path=...)")
+    loaded = SOURCES[source](spark, data, path)
+    return Loaded(_binary_label(loaded.frame, data["positive_label"]), loaded.stages, loaded.features_col)
+
+
+def with_scaling(loaded, scale):
+    """``loaded`` with a scaler stage appended (``none``, ``minmax`` to [0, 1], ``standard`` to unit variance)."""
+    if scale == "none":
+        return loaded
+    if scale == "minmax":
+        scaler = MinMaxScaler(inputCol=loaded.features_col, outputCol="features_scaled")
+    else:  # withMean=False keeps sparse vectors sparse
+        scaler = StandardScaler(inputCol=loaded.features_col, outputCol="features_scaled", withMean=False)
+    return Loaded(loaded.frame, loaded.stages + [scaler], "features_scaled")
+
+
+def load_libsvm(spark, data, path):
+    """LIBSVM text (1-based indices) through Spark's ``libsvm`` source: a sparse ``features`` vector."""
+    reader = spark.read.format("libsvm")
+    if data["num_features"]:
+        reader = reader.option("numFeatures", data["num_features"])
+    return Loaded(reader.load(path), [])
+
+
+def load_csv(spark, data, path):
+    """Delimited text without header (gzip is read transparently); every column but the label is a feature."""
+    frame = spark.read.csv(path, sep=data["separator"], header=False, inferSchema=False)
+    columns = frame.columns
+    position = data["label_column"]
+    if not isinstance(position, int) or not -len(columns) <= position < len(columns):
+        raise ValueError(f"[data] label_column = {position!r} is not a column position of {path} "
+                         f"({len(columns)} columns): use 0 for the first column, -1 for the last")
+    label = columns[position]
+    features = [c for c in columns if c != label]
+    frame = frame.select(*(F.col(c).cast("double").alias(c) for c in features), F.col(label).alias("label"))
+    return Loaded(frame, [VectorAssembler(inputCols=features, outputCol=FEATURES, handleInvalid="error")])
+
+
+def load_kddcup99(spark, data, path):
+    """KDD Cup 99: columns 1-3 one-hot encoded with Spark ML (unseen values get their own slot), label last."""
+    frame = spark.read.csv(path, sep=",", header=False, inferSchema=False)
+    if len(frame.columns) != KDD_COLUMNS:
+        raise ValueError(f"{path} has {len(frame.columns)} columns, KDD Cup 99 has {KDD_COLUMNS} "
+                         "(41 features and the label)")
+    names = [KDD_CATEGORICAL.get(i, f"x{i}") for i in range(KDD_COLUMNS - 1)]
+    numeric = [n for i, n in enumerate(names) if i not in KDD_CATEGORICAL]
+    categorical = list(KDD_CATEGORICAL.values())
+    raw = frame.columns
+    frame = frame.select(*(F.col(raw[i]).cast("double").alias(n) if n in numeric else F.col(raw[i]).alias(n)
+                           for i, n in enumerate(names)), F.col(raw[-1]).alias("label"))
+    indexed = [f"{c}_index" for c in categorical]
+    encoded = [f"{c}_onehot" for c in categorical]
+    stages = [StringIndexer(inputCols=categorical, outputCols=indexed, handleInvalid="keep"),
+              OneHotEncoder(inputCols=indexed, outputCols=encoded, handleInvalid="keep"),
+              VectorAssembler(inputCols=numeric + encoded, outputCol=FEATURES)]
+    return Loaded(frame, stages)
+
+
+def load_parquet(spark, data, path):
+    """Parquet with a vector (or array) column ``features_column``, or numeric ``feature_columns``."""
+    frame = spark.read.parquet(path)
+    label = data["label_column"]
+    if not isinstance(label, str) or label not in frame.columns:
+        raise ValueError(f"[data] label_column = {label!r} is not a column of {path}; its columns are "
+                         f"{frame.columns}")
+    frame = frame.withColumnRenamed(label, "label") if label != "label" else frame
+    vector = data["features_column"]
+    if vector is not None:
+        if vector not in frame.columns:
+            raise ValueError(f"[data] features_column {vector!r} is not a column of {path}: {frame.columns}")
+        kind = frame.schema[vector].dataType
+        if isinstance(kind, ArrayType):
+            frame = frame.withColumn(vector, array_to_vector(vector))
+        elif not isinstance(kind, VectorUDT):
+            raise ValueError(f"[data] features_column {vector!r} is {kind.simpleString()}, not a vector or "
+                             "array; list numeric columns in feature_columns instead")
+        return Loaded(frame.select(vector, "label"), [], vector)
+    columns = data["feature_columns"] or [c for c in frame.columns if c != "label"]
+    bad = [c for c in columns if c not in frame.columns or not isinstance(frame.schema[c].dataType, NumericType)]
+    if bad:
+        raise ValueError(f"[data] feature columns {bad} of {path} are missing or not numeric; set "
+                         "feature_columns to numeric columns or features_column to a vector column")
+    frame = frame.select(*(F.col(c).cast("double").alias(c) for c in columns), "label")
+    return Loaded(frame, [VectorAssembler(inputCols=columns, outputCol=FEATURES, handleInvalid="error")])
+
+
+def _binary_label(frame, positive):
+    """``label`` as double; with ``positive`` set, 1.0 where the raw label equals it and 0.0 elsewhere."""
+    if positive is None:
+        return frame.withColumn("label", F.col("label").cast("double"))
+    raw = F.col("label")
+    match = raw == F.lit(positive) if isinstance(positive, str) else raw.cast("double") == float(positive)
+    return frame.withColumn("label", F.when(match, 1.0).otherwise(0.0))
+
+
+def _generated(spark, data, path):
+    from spark_bsvm.generated_data import rings_frame
+
+    return rings_frame(spark, data)
+
+
+def _forest_synthetic(spark, data, path):
+    from spark_bsvm.generated_data import write_forest_parquet
+
+    write_forest_parquet(path, rows=data["rows"], noise=data["noise"], seed=data["seed"])
+    return load_parquet(spark, dict(data, label_column="label", features_column=None, feature_columns=None),
+                        path)
+
+
+SOURCES = {"libsvm": load_libsvm, "csv": load_csv, "kddcup99": load_kddcup99, "parquet": load_parquet,
+           "generated": _generated, "forest_synthetic": _forest_synthetic}

@@ -1,0 +1,86 @@
+"""The one table from a config's ``method = "..."`` to an estimator class and its fixed params.
+
+Adding a method to the jobs is one entry in ``METHODS``:
+
+    "spsvm": Method(SpSVM, {}, "Keerthi et al.'s SpSVM-2: a greedily grown basis"),
+
+``[model.params]`` of a config are that estimator's params by their Spark
+ML names (``budget``, ``C``, ``gamma``, ...); ``fixed`` params come from
+the method name and may not be overridden.  ``warm_start`` is the hook of
+``jobs/retrain.py``: ``warm_start(estimator, expansion)`` returns an
+estimator that starts from the current model's ``KernelExpansion``, or
+``None`` when the method cannot start from a support set.
+"""
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from spark_bsvm.estimators import CSVC, BudgetSVM
+
+
+@dataclass(frozen=True)
+class Method:
+    """An estimator class, the params its method name fixes, a one-line description, the warm-start hook."""
+
+    estimator: type
+    fixed: dict = field(default_factory=dict)
+    doc: str = ""
+    warm_start: Optional[Callable] = None
+
+
+# None of the dual methods can warm-start yet: their state is one multiplier per training example, and a new
+# training set shares no example ids with the current model's support set.
+METHODS = {
+    "csvc": Method(CSVC, {}, "LIBSVM's C-SVC (the reference; support size grows with the data)"),
+    "budget_l1": Method(BudgetSVM, {"norm": "l1"}, "Dekel & Singer's budget-L1 SVM (sum a <= B C)"),
+    "budget_l2": Method(BudgetSVM, {"norm": "l2"}, "Dekel & Singer's budget-L2 SVM"),
+}
+
+
+def method_names():
+    """The method names a config may use, sorted."""
+    return sorted(METHODS)
+
+
+def lookup(name):
+    """The ``Method`` of ``name``, or a ValueError listing the known names."""
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; [model] method must be one of {method_names()}")
+    return METHODS[name]
+
+
+def build_estimator(name, params, features_col="features", label_col="label"):
+    """A configured estimator of method ``name`` with ``params`` (Spark ML param names -> values)."""
+    method = lookup(name)
+    estimator = method.estimator()
+    fixed = sorted(set(params) & set(method.fixed))
+    if fixed:
+        raise ValueError(f"[model.params] {fixed} are fixed by method {name!r} ({method.fixed}); remove them "
+                         "or choose another method")
+    known = {p.name for p in estimator.params}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ValueError(f"[model.params] {unknown} are not params of {method.estimator.__name__} (method "
+                         f"{name!r}); its params are {sorted(known)}")
+    values = dict(params, **method.fixed, featuresCol=features_col, labelCol=label_col)
+    for key, value in values.items():
+        try:
+            estimator._set(**{key: value})
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"[model.params] {key} = {value!r} is not accepted by {method.estimator.__name__}: "
+                             f"{exc}") from None
+    return estimator
+
+
+def check_warm_start(name):
+    """A ValueError with the fix unless method ``name`` has a warm-start hook."""
+    if lookup(name).warm_start is None:
+        able = sorted(n for n, m in METHODS.items() if m.warm_start is not None)
+        raise ValueError(f"[retrain] warm_start = true, but method {name!r} cannot start from a support set "
+                         f"(methods that can: {able or 'none yet'}); set warm_start = false")
+
+
+def warm_started(name, estimator, expansion):
+    """``estimator`` set to start from ``expansion`` via the method's hook, or a ValueError if it has none."""
+    check_warm_start(name)
+    return lookup(name).warm_start(estimator, expansion)

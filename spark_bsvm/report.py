@@ -1,0 +1,134 @@
+"""Evaluation a person can read: test error, support size, times, confusion counts; JSON and a PNG.
+
+``evaluate`` scores a fitted pipeline (feature stages + ``BSVMModel``) on
+held-out rows in one Spark aggregation.  ``error_vs_support`` draws the
+test error against the support size: the model pruned to s = 1..n_s
+largest |coef| (``KernelExpansion.pruned``, Dekel & Singer section 5, works
+for any model) and, when the method recorded one, its training path:
+``metadata["path"]`` as a list of ``{"n_support": int, "error": float}``.
+"""
+
+import json
+import os
+import tempfile
+
+import numpy as np
+from pyspark.ml.functions import vector_to_array
+from pyspark.sql import functions as F
+
+from spark_bsvm.model import BSVMModel
+
+
+def svm_stage(pipeline_model):
+    """The ``BSVMModel`` at the end of a fitted pipeline."""
+    model = pipeline_model.stages[-1]
+    if not isinstance(model, BSVMModel):
+        raise ValueError(f"the pipeline's last stage is {type(model).__name__}, not a BSVMModel: "
+                         "is this a model saved by the spark-bsvm jobs?")
+    return model
+
+
+def evaluate(pipeline_model, test):
+    """Test error, support size and confusion counts of ``pipeline_model`` on ``test`` (with ``label``)."""
+    svm = svm_stage(pipeline_model)
+    negative, positive = svm.classes
+    scored = pipeline_model.transform(test).select("label", svm.getPredictionCol())
+    pred = F.col(svm.getPredictionCol())
+    row = scored.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(((F.col("label") == positive) & (pred == positive)).cast("long")).alias("true_positive"),
+        F.sum(((F.col("label") != positive) & (pred == positive)).cast("long")).alias("false_positive"),
+        F.sum(((F.col("label") != positive) & (pred == negative)).cast("long")).alias("true_negative"),
+        F.sum(((F.col("label") == positive) & (pred == negative)).cast("long")).alias("false_negative"),
+    ).first().asDict()
+    rows = row.pop("rows")
+    if rows == 0:
+        raise ValueError("the test part is empty: raise [data] test_fraction or give a larger test_path")
+    counts = {k: int(v or 0) for k, v in row.items()}
+    errors = counts["false_positive"] + counts["false_negative"]
+    return {"test_rows": int(rows), "test_error": errors / rows, "support_size": svm.numSupportVectors,
+            "classes": {"negative": negative, "positive": positive}, "confusion": counts}
+
+
+def training_record(svm):
+    """The JSON-able training metadata of a ``BSVMModel`` (method, params, rounds, ...)."""
+    return json.loads(json.dumps(svm.trainingSummary, default=str))
+
+
+def write_json(report, path):
+    """Write ``report`` as indented JSON to ``path`` atomically (a crash leaves the old file)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(report, f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def held_out_sample(pipeline_model, test, rows, seed=0):
+    """(X, y) of at most ``rows`` test rows as numpy, features as the SVM sees them (after the stages)."""
+    svm = svm_stage(pipeline_model)
+    features = pipeline_model.transform(test).select(vector_to_array(svm.getFeaturesCol()).alias("x"), "label")
+    total = features.count()
+    if total > rows:
+        features = features.sample(fraction=min(1.0, 1.2 * rows / total), seed=seed).limit(rows)
+    collected = features.collect()
+    X = np.array([r["x"] for r in collected], dtype=np.float64).reshape(len(collected), -1)
+    return X, np.array([r["label"] for r in collected])
+
+
+def pruning_curve(expansion, X, y, points=12):
+    """[(s, test error of the expansion pruned to its s largest |coef|)] for s on a log grid up to n_s."""
+    n = expansion.n_support
+    if n == 0:
+        return []
+    sizes = np.unique(np.geomspace(1, n, num=min(points, n)).round().astype(int))
+    return [(int(s), float(np.mean(expansion.pruned(int(s)).predict(X) != y))) for s in sizes]
+
+
+def error_vs_support(expansion, X, y, path):
+    """Plot test error against support size to ``path`` (PNG); returns the plotted points.
+
+    Returns ``{"pruned": [(s, error)], "recorded": [(s, error)], "plot": path
+    or None, "note": ...}``; the PNG is skipped with a note when matplotlib
+    (the ``plot`` extra) is not installed.
+    """
+    curve = {"pruned": pruning_curve(expansion, X, y),
+             "recorded": [(int(p["n_support"]), float(p["error"])) for p in expansion.metadata.get("path", [])
+                          if "n_support" in p and "error" in p],
+             "plot": None, "note": None}
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        curve["note"] = "plot skipped: matplotlib is not installed (pip install -e '.[plot]')"
+        return curve
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, label in (("pruned", "model pruned to s largest |coef|"), ("recorded", "training path")):
+        if curve[key]:
+            sizes, errors = zip(*curve[key])
+            ax.plot(sizes, 100 * np.array(errors), marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("support size")
+    ax.set_ylabel("test error (%)")
+    ax.set_title(f"{expansion.metadata.get('method', 'model')}: test error vs support size")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    curve["plot"] = path
+    return curve
+
+
+def summary_line(report):
+    """The one line every job prints: test error, support size, training time."""
+    return (f"test error: {100 * report['test_error']:.2f}%   support vectors: {report['support_size']}   "
+            f"training time: {report['training_seconds']:.1f}s")

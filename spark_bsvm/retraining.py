@@ -1,0 +1,101 @@
+"""Scheduled retraining: a challenger against the registry's current model, promoted only if not worse.
+
+One run (``retrain``):
+  1. remove what crashed runs left in the registry;
+  2. if a version records this run's input fingerprint, the input was
+     already handled: finish its promotion if a crash interrupted it, and
+     report its decision again (re-runs are idempotent: no new version);
+  3. split the data, train the challenger (warm-started from the current
+     model's support set when ``[retrain] warm_start`` and the method allow);
+  4. evaluate the challenger and the current model on the same held-out rows;
+  5. publish the challenger as a new version with the decision in its
+     record; promote it when error(challenger) <= error(current) + margin.
+
+The fingerprint hashes the [data], [model] and margin settings and, for
+local input files, their sizes and modification times (remote inputs count
+by path only: give each night's data its own path).  Run one retraining
+per registry at a time (e.g. Airflow ``max_active_runs=1``).
+"""
+
+import hashlib
+import json
+import os
+
+from pyspark import StorageLevel
+from pyspark.ml import PipelineModel
+
+from spark_bsvm import methods, report, training_run
+from spark_bsvm.registry import ModelRegistry
+
+PROMOTED, KEPT = "promoted", "kept"
+
+
+def input_fingerprint(config):
+    """A hex digest of everything that determines the challenger and the decision."""
+    data = config["data"]
+    files = {}
+    for path in (data["path"], data["test_path"]):
+        if path and ("://" not in path or path.startswith("file://")):
+            files[path] = _file_stats(path.removeprefix("file://"))
+    keyed = {"data": data, "model": config["model"], "margin": config["retrain"]["margin"],
+             "warm_start": config["retrain"]["warm_start"], "files": files}
+    return hashlib.sha256(json.dumps(keyed, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _file_stats(path):
+    """[(relative path, size, mtime_ns)] of a file or of every file under a directory."""
+    if os.path.isfile(path):
+        info = os.stat(path)
+        return [(".", info.st_size, info.st_mtime_ns)]
+    stats = []
+    for folder, _, names in sorted(os.walk(path)):
+        for name in sorted(names):
+            full = os.path.join(folder, name)
+            info = os.stat(full)
+            stats.append((os.path.relpath(full, path), info.st_size, info.st_mtime_ns))
+    return stats
+
+
+def retrain(spark, config):
+    """(outcome, version, record) of one retraining run; outcome is ``PROMOTED`` or ``KEPT``."""
+    settings = config["retrain"]
+    if settings["warm_start"]:
+        methods.check_warm_start(config["model"]["method"])  # before anything is read or trained
+    registry = ModelRegistry(settings["registry"])
+    registry.clean_staging()
+    fingerprint = input_fingerprint(config)
+    done = registry.find("fingerprint", fingerprint)
+    if done is not None:
+        return _replay(registry, done)
+    current = registry.current()
+    current_model = PipelineModel.load(registry.model_path(current)) if current is not None else None
+    warm = None
+    if settings["warm_start"] and current_model is not None:
+        warm = report.svm_stage(current_model).expansion
+    split = training_run.split_data(spark, config["data"])
+    challenger, timings = training_run.fit(split, config["model"], warm_start_from=warm)
+    test = split.test.persist(StorageLevel.MEMORY_AND_DISK)
+    challenger_eval = report.evaluate(challenger, test)
+    current_eval = report.evaluate(current_model, test) if current_model is not None else None
+    promote = current_eval is None or (challenger_eval["test_error"]
+                                       <= current_eval["test_error"] + settings["margin"])
+    record = {"fingerprint": fingerprint, "decision": PROMOTED if promote else KEPT, "baseline_version": current,
+              "margin": settings["margin"], "warm_started": warm is not None,
+              "challenger": training_run.describe_run(config, timings, challenger_eval, challenger),
+              "current": current_eval}
+    version = registry.publish(lambda path: challenger.write().save(path), record)
+    if promote:
+        registry.promote(version)
+    test.unpersist()
+    return record["decision"], version, record
+
+
+def _replay(registry, version):
+    """The outcome of an input handled before; completes a promotion that a crash cut short."""
+    record = registry.record(version)
+    if record["decision"] == PROMOTED and registry.current() != version:
+        if registry.current() != record["baseline_version"]:
+            raise ValueError(f"version {version} was to replace version {record['baseline_version']}, but "
+                             f"version {registry.current()} is current now; promote by hand if still wanted")
+        registry.promote(version)
+    return record["decision"], version, dict(record, replayed=True)

@@ -1,0 +1,97 @@
+"""The steps the jobs share: load and split the data, fit features + estimator, evaluate, write outputs.
+
+A fitted model is a ``PipelineModel``: the feature stages of the loader
+(fitted on the training part only) followed by the ``BSVMModel``, so that
+``jobs/evaluate.py`` and ``jobs/predict.py`` encode new rows exactly as
+training did.  Training time counts the estimator's fit alone, on the
+encoded and cached training rows (reading and encoding are reported apart).
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+
+from pyspark import StorageLevel
+from pyspark.ml import Pipeline, PipelineModel
+
+from spark_bsvm import loaders, methods, report
+
+log = logging.getLogger("spark_bsvm")
+
+
+@dataclass
+class Split:
+    """Training and test rows (raw columns + label) and the loader's unfitted feature stages."""
+
+    train: object
+    test: object
+    loaded: loaders.Loaded
+
+
+def split_data(spark, data):
+    """The rows of ``[data]`` split into train and test (``test_path``, or ``test_fraction`` by ``seed``)."""
+    loaded = loaders.with_scaling(loaders.load(spark, data), data["scale"])
+    frame = loaded.frame.dropDuplicates() if data["deduplicate"] else loaded.frame
+    if data["test_path"]:
+        test = loaders.load(spark, data, path=data["test_path"]).frame
+        return Split(frame, test.dropDuplicates() if data["deduplicate"] else test, loaded)
+    frame = frame.persist(StorageLevel.MEMORY_AND_DISK)  # read (and de-duplicated) once for both parts
+    train, test = frame.randomSplit([1.0 - data["test_fraction"], data["test_fraction"]], seed=data["seed"])
+    return Split(train, test, loaded)
+
+
+def fit(split, model_config, warm_start_from=None):
+    """(PipelineModel, timings) of the configured method on ``split.train``.
+
+    ``warm_start_from``: a ``KernelExpansion`` to start from, through the
+    method's hook in ``spark_bsvm.methods`` (a ValueError if it has none).
+    """
+    name = model_config["method"]
+    estimator = methods.build_estimator(name, model_config["params"], features_col=split.loaded.features_col)
+    if warm_start_from is not None:
+        estimator = methods.warm_started(name, estimator, warm_start_from)
+    start = time.perf_counter()
+    features = Pipeline(stages=split.loaded.stages).fit(split.train)
+    train = features.transform(split.train).select(split.loaded.features_col, "label")
+    train = train.persist(StorageLevel.MEMORY_AND_DISK)
+    n_train = train.count()
+    prepared = time.perf_counter()
+    log.info("training on %d rows with %s", n_train, name)
+    try:
+        svm = estimator.fit(train)
+    finally:
+        train.unpersist()
+    done = time.perf_counter()
+    timings = {"train_rows": n_train, "training_seconds": done - prepared, "features_seconds": prepared - start}
+    svm.expansion.metadata.update(timings)  # saved with the model, for jobs/evaluate.py
+    return PipelineModel(features.stages + [svm]), timings
+
+
+def describe_run(config, timings, evaluation, pipeline_model):
+    """The JSON report of one fit: data, method, params, timings, the evaluation, the training record."""
+    data = config["data"]
+    return dict(evaluation, **timings, method=config["model"]["method"], params=config["model"]["params"],
+                data={k: data[k] for k in ("source", "path", "test_path", "test_fraction", "seed",
+                                           "deduplicate", "scale", "positive_label")},
+                training=report.training_record(report.svm_stage(pipeline_model)))
+
+
+def save_model(config, pipeline_model):
+    """Save the fitted pipeline to ``[output] model`` when set (overwriting)."""
+    path = config["output"]["model"]
+    if path:
+        pipeline_model.write().overwrite().save(path)
+        print(f"model written to {path}")
+
+
+def write_outputs(config, pipeline_model, run_report, test):
+    """Write the plot (adding its points to the report) and the JSON report where ``[output]`` says."""
+    output = config["output"]
+    if output["plot"]:
+        X, y = report.held_out_sample(pipeline_model, test, output["plot_rows"], seed=config["data"]["seed"])
+        curve = report.error_vs_support(report.svm_stage(pipeline_model).expansion, X, y, output["plot"])
+        run_report["error_vs_support"] = curve
+        print(curve["note"] or f"plot written to {curve['plot']}")
+    if output["report"]:
+        report.write_json(run_report, output["report"])
+        print(f"report written to {output['report']}")

@@ -1,0 +1,102 @@
+"""Job configs: the shipped files load, overrides apply, bad configs fail with messages that say the fix."""
+
+import glob
+from pathlib import Path
+
+import pytest
+
+from spark_bsvm.config import ConfigError, describe, load_config
+from spark_bsvm.methods import METHODS, build_estimator, warm_started
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(str(CONF / "*.toml"))))
+def test_shipped_configs_are_valid_and_build_their_estimator(path):
+    config = load_config(path, require=())
+    estimator = build_estimator(config["model"]["method"], config["model"]["params"])
+    for key, value in config["model"]["params"].items():
+        assert estimator.getOrDefault(key) == value
+
+
+def write(tmp_path, text):
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    return str(path)
+
+
+BASE = '[data]\nsource = "generated"\n[model]\nmethod = "budget_l1"\n[model.params]\nbudget = 50\n'
+
+
+def test_defaults_are_filled_in(tmp_path):
+    config = load_config(write(tmp_path, BASE))
+    assert config["data"]["test_fraction"] == 0.25 and config["data"]["scale"] == "none"
+    assert config["output"] == {"model": None, "report": None, "plot": None, "plot_rows": 20000}
+    assert "retrain" not in config  # it has a required key, so it is not defaulted
+
+
+def test_overrides_parse_toml_values_and_bare_strings(tmp_path):
+    config = load_config(write(tmp_path, BASE), ["model.params.C=0.5", "model.params.budget=500",
+                                                 "data.deduplicate=true", "data.path=/data/x y.csv",
+                                                 'data.positive_label="normal."', "output.report=r.json"])
+    assert config["model"]["params"] == {"budget": 500, "C": 0.5}
+    assert config["data"]["deduplicate"] is True and config["data"]["path"] == "/data/x y.csv"
+    assert config["data"]["positive_label"] == "normal." and config["output"]["report"] == "r.json"
+
+
+@pytest.mark.parametrize("text, overrides, message", [
+    (BASE, ["data.sourc=csv"], r"unknown key\(s\) \['sourc'\] in \[data\]; known keys: .*'source'"),
+    (BASE, ["outputs.model=x"], r"unknown section\(s\) \['outputs'\]; the sections are"),
+    (BASE, ["data.test_fraction=1.5"], r"test_fraction must be in \(0, 1\), got 1.5"),
+    (BASE, ["data.seed=true"], r"\[data\] seed = True has the wrong type; expected int"),
+    (BASE, ["data.deduplicate=3"], r"deduplicate = 3 has the wrong type; expected bool"),
+    (BASE, ["data.scale=log"], r"scale must be none, minmax or standard, got 'log'"),
+    (BASE, ["model"], r"override 'model' must look like section.key=value"),
+    (BASE, ["data.source.x=1"], r"'source' is a value, not a section"),
+    ('[data]\nsource = "csv"\n', [], r"section \[model\] is missing; it needs \['method'\]"),
+    ('[data]\n[model]\nmethod = "csvc"\n', [], r"\[data\] source is required"),
+    ('[data\nsource=1', [], r"is not valid TOML"),
+], ids=lambda v: v if isinstance(v, str) and len(v) < 30 else None)
+def test_bad_configs_name_the_problem(tmp_path, text, overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(write(tmp_path, text), overrides)
+
+
+def test_a_missing_config_file_says_where_configs_are(tmp_path):
+    with pytest.raises(ConfigError, match=r"not found; pass --config with a file from conf/"):
+        load_config(str(tmp_path / "nope.toml"))
+
+
+def test_retrain_needs_a_registry_and_a_margin_of_zero_or_more(tmp_path):
+    with pytest.raises(ConfigError, match=r"\[retrain\] registry is required"):
+        load_config(write(tmp_path, BASE + "[retrain]\nmargin = 0.01\n"))
+    with pytest.raises(ConfigError, match=r"\[retrain\] margin must be >= 0, got -0.1"):
+        load_config(write(tmp_path, BASE + '[retrain]\nregistry = "r"\nmargin = -0.1\n'))
+
+
+@pytest.mark.parametrize("method, params, message", [
+    ("budget_l3", {}, r"unknown method 'budget_l3'; \[model\] method must be one of \['budget_l1'"),
+    ("budget_l1", {"norm": "l2"}, r"\['norm'\] are fixed by method 'budget_l1'"),
+    ("csvc", {"budget": 5}, r"\['budget'\] are not params of CSVC \(method 'csvc'\); its params are"),
+    ("csvc", {"C": "lots"}, r"C = 'lots' is not accepted by CSVC"),
+])
+def test_bad_method_params_name_the_problem(method, params, message):
+    with pytest.raises(ValueError, match=message):
+        build_estimator(method, params)
+
+
+def test_method_table_fixes_the_norm_and_sets_columns():
+    est = build_estimator("budget_l2", {"budget": 9, "gamma": 0.5}, features_col="f2")
+    assert (est.getOrDefault("norm"), est.getOrDefault("budget"), est.getGamma()) == ("l2", 9, 0.5)
+    assert est.getFeaturesCol() == "f2" and isinstance(est, METHODS["budget_l2"].estimator)
+
+
+def test_warm_start_without_a_hook_is_refused_with_the_fix():
+    with pytest.raises(ValueError, match=r"cannot start from a support set .* set warm_start = false"):
+        warm_started("budget_l1", build_estimator("budget_l1", {}), expansion=None)
+
+
+def test_help_lists_every_config_key():
+    text = describe()
+    for key in ("source", "label_column", "positive_label", "deduplicate", "margin", "kept_exit_code", "plot"):
+        assert f"    {key} (" in text

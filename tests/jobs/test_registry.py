@@ -1,0 +1,92 @@
+"""The model registry: numbered versions, atomic promotion, a process killed at every step."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spark_bsvm.registry import CRASH_EXIT, CRASH_POINTS, ModelRegistry
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fake_model(text):
+    """A model writer for the registry: one file holding ``text``."""
+    def write(path):
+        os.makedirs(path)
+        Path(path, "weights.txt").write_text(text)
+    return write
+
+
+def current_text(registry):
+    return Path(registry.model_path(registry.current()), "weights.txt").read_text()
+
+
+def test_versions_are_numbered_and_promotion_moves_current(tmp_path):
+    registry = ModelRegistry(str(tmp_path / "reg"))
+    assert registry.current() is None and registry.versions() == []
+    v1 = registry.publish(fake_model("one"), {"fingerprint": "a"})
+    assert registry.current() is None  # published is not promoted
+    registry.promote(v1)
+    v2 = registry.publish(fake_model("two"), {"fingerprint": "b"})
+    assert (v1, v2, registry.versions(), registry.current()) == (1, 2, [1, 2], 1)
+    assert current_text(registry) == "one"
+    registry.promote(v2)
+    assert current_text(registry) == "two" and registry.record(2) == {"fingerprint": "b"}
+    assert registry.find("fingerprint", "a") == 1 and registry.find("fingerprint", "zz") is None
+
+
+def test_a_failing_model_writer_publishes_nothing(tmp_path):
+    registry = ModelRegistry(str(tmp_path))
+
+    def broken(path):
+        os.makedirs(path)
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        registry.publish(broken, {})
+    assert registry.versions() == [] and not [n for n in os.listdir(tmp_path) if n.startswith("staging-")]
+
+
+def test_promoting_an_unknown_version_and_a_corrupt_pointer_are_refused(tmp_path):
+    registry = ModelRegistry(str(tmp_path))
+    with pytest.raises(ValueError, match=r"version 4 is not published"):
+        registry.promote(4)
+    (tmp_path / "CURRENT").write_text("7\n")
+    with pytest.raises(ValueError, match=r"CURRENT holds '7', which is not a published version"):
+        registry.current()
+
+
+# loads registry.py alone (not the spark_bsvm package, which imports pyspark) to keep the processes quick
+SCRIPT = """
+import importlib.util, os, sys
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("registry", "spark_bsvm/registry.py")
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+registry = module.ModelRegistry(sys.argv[1])
+def write(path):
+    os.makedirs(path); Path(path, "weights.txt").write_text("new")
+registry.promote(registry.publish(write, {"fingerprint": "new"}))
+"""
+
+
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_a_process_killed_at_any_step_leaves_the_previous_current_loadable(tmp_path, point):
+    registry = ModelRegistry(str(tmp_path))
+    registry.promote(registry.publish(fake_model("old"), {"fingerprint": "old"}))
+    env = dict(os.environ, BSVM_REGISTRY_CRASH_AT=point)
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], env=env, cwd=ROOT)
+    assert done.returncode == CRASH_EXIT
+    assert registry.current() == 1 and current_text(registry) == "old"
+    assert registry.versions() == ([1] if point == "staged" else [1, 2])  # never a half-written version
+    registry.clean_staging()
+    assert sorted(os.listdir(tmp_path)) == ["CURRENT", "versions"]
+    # the next run (no crash) completes normally
+    env.pop("BSVM_REGISTRY_CRASH_AT")
+    subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], env=env, cwd=ROOT, check=True)
+    assert current_text(registry) == "new" and json.loads(
+        Path(tmp_path, "versions", str(registry.current()), "record.json").read_text()) == {"fingerprint": "new"}

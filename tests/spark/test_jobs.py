@@ -1,0 +1,74 @@
+"""evaluate and predict on a model saved by the train job; the report's plot with and without matplotlib."""
+
+import json
+import re
+import sys
+
+import pytest
+
+from jobs import evaluate, predict, train
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def trained(spark, tmp_path_factory):
+    """A small quick-start model saved by jobs/train.py, with the error it printed."""
+    out = tmp_path_factory.mktemp("trained")
+    model = str(out / "model")
+    args = ["--set", "data.rows=900", "--set", "model.params.budget=30"]
+    train.main(args + ["--set", f"output.model={model}"])
+    return args, model, out
+
+
+def test_evaluate_reproduces_the_train_split_and_writes_report_and_plot(trained, capsys, tmp_path):
+    args, model, out = trained
+    capsys.readouterr()
+    assert evaluate.main(["--config", train.DEFAULT_CONFIG, "--model", model] + args + [
+        "--set", f"output.report={tmp_path}/eval.json", "--set", f"output.plot={tmp_path}/curve.png"]) == 0
+    text = capsys.readouterr().out
+    report = json.loads((tmp_path / "eval.json").read_text())
+    assert f"test error: {100 * report['test_error']:.2f}%" in text
+    assert report["training"]["method"] == "budget_l1" and report["training_seconds"] > 0
+    curve = report["error_vs_support"]
+    sizes = [s for s, _ in curve["pruned"]]
+    assert sizes[-1] == report["support_size"] and sizes == sorted(sizes)
+    # the unpruned end of the curve is the model itself, scored on the same test rows
+    assert abs(curve["pruned"][-1][1] - report["test_error"]) < 1e-12
+    if _has_matplotlib():
+        assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _has_matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_the_plot_is_skipped_with_a_note_without_matplotlib(trained, capsys, tmp_path, monkeypatch):
+    args, model, _ = trained
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    assert evaluate.main(["--config", train.DEFAULT_CONFIG, "--model", model] + args + [
+        "--set", f"output.plot={tmp_path}/curve.png", "--set", f"output.report={tmp_path}/e.json"]) == 0
+    assert "plot skipped: matplotlib is not installed (pip install -e '.[plot]')" in capsys.readouterr().out
+    assert not (tmp_path / "curve.png").exists()
+    assert json.loads((tmp_path / "e.json").read_text())["error_vs_support"]["pruned"]
+
+
+def test_predict_writes_a_prediction_and_decision_per_row(spark, trained, capsys, tmp_path):
+    args, model, _ = trained
+    assert predict.main(["--config", train.DEFAULT_CONFIG, "--model", model, "--output",
+                         str(tmp_path / "scores")] + args) == 0
+    assert re.search(r"^900 rows scored", capsys.readouterr().out, re.M)
+    rows = spark.read.parquet(str(tmp_path / "scores")).collect()
+    assert all((r["decision"] > 0) == (r["prediction"] == 1.0) for r in rows)
+    assert sum(r["prediction"] == r["label"] for r in rows) / len(rows) > 0.7
+
+
+def test_evaluate_without_a_model_says_how_to_give_one(capsys):
+    from spark_bsvm import job_cli
+
+    assert job_cli.run(evaluate.main, ["--config", train.DEFAULT_CONFIG]) == job_cli.EXIT_BAD_INPUT
+    assert "no model to evaluate: pass --model or set [output] model" in capsys.readouterr().err

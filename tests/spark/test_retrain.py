@@ -1,0 +1,79 @@
+"""jobs/retrain.py against a registry: first version, promote, keep, idempotent re-runs, an interrupted run."""
+
+import pytest
+from pyspark.ml import PipelineModel
+
+from jobs import retrain
+from spark_bsvm import registry as registry_module
+from spark_bsvm.registry import ModelRegistry
+
+pytestmark = pytest.mark.spark
+
+KEPT = 3
+
+
+def run(root, *overrides):
+    """retrain.main on the small generated data of conf/retrain.toml, registry at ``root``."""
+    args = ["--set", f"retrain.registry={root}", "--set", "data.rows=700", "--set", "model.params.budget=30"]
+    for item in overrides:
+        args += ["--set", item]
+    return retrain.main(args)
+
+
+def test_promote_keep_and_idempotent_reruns(spark, tmp_path, capsys):
+    root = str(tmp_path / "registry")
+    registry = ModelRegistry(root)
+    assert run(root) == 0  # the first challenger becomes version 1
+    assert registry.current() == 1 and registry.versions() == [1]
+    first = registry.record(1)
+    assert first["decision"] == "promoted" and first["current"] is None
+    assert run(root) == 0  # same input: nothing retrained, nothing published
+    assert registry.versions() == [1] and "input handled before" in capsys.readouterr().out
+
+    # new data, a challenger with a kernel far too narrow: worse by more than the margin, kept out
+    assert run(root, "data.seed=1", "model.params.gamma=100.0", "retrain.margin=0.0") == KEPT
+    assert registry.current() == 1 and registry.versions() == [1, 2]
+    kept = registry.record(2)
+    assert kept["decision"] == "kept" and kept["baseline_version"] == 1
+    assert kept["challenger"]["test_error"] > kept["current"]["test_error"]
+    assert kept["challenger"]["test_rows"] == kept["current"]["test_rows"]  # the same held-out rows
+    assert run(root, "data.seed=1", "model.params.gamma=100.0", "retrain.margin=0.0") == KEPT
+    assert registry.versions() == [1, 2]
+
+    # new data, a sound challenger: promoted; the scheduler may map "kept" to exit 0
+    assert run(root, "data.seed=2", "retrain.margin=0.05") == 0
+    assert registry.current() == 3
+    assert run(root, "data.seed=3", "model.params.gamma=100.0", "retrain.kept_exit_code=0") == 0
+    assert registry.current() == 3 and registry.record(4)["decision"] == "kept"
+    model = PipelineModel.load(registry.model_path(3))
+    assert model.stages[-1].numSupportVectors == registry.record(3)["challenger"]["support_size"]
+
+
+def test_a_run_stopped_before_promotion_is_completed_by_the_rerun(spark, tmp_path, monkeypatch, capsys):
+    root = str(tmp_path / "registry")
+    registry = ModelRegistry(root)
+    assert run(root) == 0
+
+    def stop(point):  # in-process stand-in for a kill (tests/jobs/test_registry.py kills real processes)
+        if point == "published":
+            raise KeyboardInterrupt("stopped between publishing and promoting")
+
+    monkeypatch.setattr(registry_module, "_crash_point", stop)
+    with pytest.raises(KeyboardInterrupt):
+        run(root, "data.seed=5", "retrain.margin=0.5")
+    assert registry.current() == 1 and registry.versions() == [1, 2]
+    assert PipelineModel.load(registry.model_path(1)).stages[-1].numSupportVectors > 0
+    monkeypatch.undo()
+    assert run(root, "data.seed=5", "retrain.margin=0.5") == 0  # replays the recorded decision, trains nothing
+    assert registry.current() == 2 and registry.versions() == [1, 2]
+    assert "input handled before" in capsys.readouterr().out
+
+
+def test_warm_start_is_refused_for_methods_without_the_hook(tmp_path, capsys):
+    from spark_bsvm import job_cli
+
+    root = tmp_path / "registry"
+    assert job_cli.run(retrain.main, ["--set", f"retrain.registry={root}", "--set", "retrain.warm_start=true"]
+                       ) == job_cli.EXIT_BAD_INPUT
+    assert "cannot start from a support set" in capsys.readouterr().err
+    assert not root.exists()  # refused before the registry or the data were touched
