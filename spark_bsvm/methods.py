@@ -15,7 +15,7 @@ estimator that starts from the current model's ``KernelExpansion``, or
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from spark_bsvm.estimators import CSVC, BudgetSVM
+from spark_bsvm.estimators import CSVC, BudgetSVM, ElasticBudgetSVM, L0SVM, SlantSparsifier
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,10 @@ METHODS = {
     "csvc": Method(CSVC, {}, "LIBSVM's C-SVC (the reference; support size grows with the data)"),
     "budget_l1": Method(BudgetSVM, {"norm": "l1"}, "Dekel & Singer's budget-L1 SVM (sum a <= B C)"),
     "budget_l2": Method(BudgetSVM, {"norm": "l2"}, "Dekel & Singer's budget-L2 SVM"),
+    "slant": Method(SlantSparsifier, {}, "Cotter et al.'s slant-loss sparsifier of the model at "
+                    "[model.params] referenceModelPath"),
+    "ebsvm": Method(ElasticBudgetSVM, {}, "the elastic budget SVM: SGD holding at most B support vectors"),
+    "l0svm": Method(L0SVM, {}, "Huang et al.'s L0-norm SVM: reweighted SVMs toward few prototypes"),
 }
 
 

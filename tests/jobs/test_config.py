@@ -91,6 +91,13 @@ def test_method_table_fixes_the_norm_and_sets_columns():
     assert est.getFeaturesCol() == "f2" and isinstance(est, METHODS["budget_l2"].estimator)
 
 
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_every_method_of_the_table_builds_its_estimator_with_columns(method):
+    est = build_estimator(method, {"seed": 3}, features_col="f2", label_col="l2")
+    assert isinstance(est, METHODS[method].estimator)
+    assert (est.getFeaturesCol(), est.getLabelCol(), est.getOrDefault("seed")) == ("f2", "l2", 3)
+
+
 def test_warm_start_without_a_hook_is_refused_with_the_fix():
     with pytest.raises(ValueError, match=r"cannot start from a support set .* set warm_start = false"):
         warm_started("budget_l1", build_estimator("budget_l1", {}), expansion=None)
