@@ -67,7 +67,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from core.config import NJIT
-from core.kernels import KernelSpec, _finish_tile
+from core.kernels import KernelSpec, finish_tile
 from core.model import KernelExpansion
 from core.rows import as_rows, is_sparse, squared_norms, stack_rows, take_rows
 
@@ -245,7 +245,7 @@ def _steps(data, indices, indptr, x_sq, y, weight, ids, first, sv, sv_sq, beta, 
             for q in range(indptr[i], indptr[i + 1]):
                 s += data[q] * sv[j, indices[q]]
             k[j] = s
-        _finish_tile(code, k[:n + 1].reshape((1, n + 1)), x_sq[i:i + 1], sv_sq[:n + 1], gamma, coef0, degree)
+        finish_tile(code, k[:n + 1].reshape((1, n + 1)), x_sq[i:i + 1], sv_sq[:n + 1], gamma, coef0, degree)
         for j in range(n):
             f += beta[j] * k[j]
             if sv_ids[j] == ids[i]:

@@ -205,10 +205,10 @@ def _dense_tiles(X, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, K
         hi, jhi = min(lo + rows, n), min(jlo + cols, m)
         if n_col_tiles == 1:  # whole rows of K: the GEMM writes straight into K
             np.dot(X[lo:hi], Zt, K[lo:hi])
-            _finish_tile(code, K[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
+            finish_tile(code, K[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
         else:
             dots = np.dot(X[lo:hi], Z[jlo:jhi].T)
-            _finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
+            finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
             K[lo:hi, jlo:jhi] = dots
 
 
@@ -228,7 +228,7 @@ def _csr_tiles(data, indices, indptr, Zt, code, x_sq, z_sq, gamma, coef0, degree
                 zk = Zt[indices[q], jlo:jhi]
                 for j in range(jhi - jlo):
                     row[j] += v * zk[j]
-        _finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
+        finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
         K[lo:hi, jlo:jhi] = dots
 
 
@@ -239,7 +239,7 @@ _csr_tiles_serial = numba.njit(**NJIT)(_csr_tiles.py_func)
 
 
 @numba.njit(**NJIT)
-def _finish_tile(code, dots, x_sq, z_sq, gamma, coef0, degree):
+def finish_tile(code, dots, x_sq, z_sq, gamma, coef0, degree):
     """Turn the dot products dots[i, j] = x_i . z_j of a C-contiguous tile into kernel values, in place."""
     if code == RBF:
         for i in range(dots.shape[0]):

@@ -61,7 +61,7 @@ from core.model import KernelExpansion
 from core.partition.common import feature_map_request
 from core.rows import n_rows, stack_rows, take_rows
 from core.support_set import SupportSet
-from core.svc import _check_positive
+from core.svc import check_positive
 
 log = logging.getLogger("spark_bsvm")
 
@@ -90,7 +90,7 @@ def fit_l0svm(engine, *, C_xi=1.0, C_alpha=0.2, kernel=None, margin="kernel", ep
     iteration (the paper's Figure 5).
     """
     kernel = kernel or KernelSpec()
-    _check_positive(C_xi=C_xi, C_alpha=C_alpha, eps=eps, tol=tol)
+    check_positive(C_xi=C_xi, C_alpha=C_alpha, eps=eps, tol=tol)
     if margin not in MARGINS:
         raise ValueError(f"margin must be one of {MARGINS}, got {margin!r}")
     for name, value in (("max_outer", max_outer), ("m0", m0)):

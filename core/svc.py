@@ -30,7 +30,8 @@ from core.model import KernelExpansion
 BALL_MODES = ("multiplier", "pair_bounds")
 
 
-def _check_positive(**values):
+def check_positive(**values):
+    """A ValueError naming the first of ``values`` (name=value) that is not a positive finite number."""
     for name, value in values.items():
         if not (np.isfinite(value) and value > 0):
             raise ValueError(f"{name} must be a positive finite number, got {value!r}")
@@ -49,7 +50,7 @@ def _to_model(engine, kernel, solution, method, params, extra=None):
 def fit_csvc(engine, *, C=1.0, kernel=None, tol=1e-3, working_set_size=1024, max_rounds=20_000):
     """Train LIBSVM's C-SVC on ``engine``; per-example weights scale the box (C w_i)."""
     kernel = kernel or KernelSpec()
-    _check_positive(C=C, tol=tol)
+    check_positive(C=C, tol=tol)
     solution = solve_dual(engine, kernel, DualProblem(C=C), tol=tol,
                           working_set_size=working_set_size, max_rounds=max_rounds)
     params = {"C": C, "tol": tol, "working_set_size": working_set_size, "kernel": kernel.to_dict()}
@@ -65,7 +66,7 @@ def fit_budget_svm(engine, *, budget, C=1.0, norm="l1", kernel=None, tol=1e-3, w
     ``ball``: how budget-L2 handles sum a^2 <= C^2 (see the module doc).
     """
     kernel = kernel or KernelSpec()
-    _check_positive(C=C, tol=tol, budget=budget)
+    check_positive(C=C, tol=tol, budget=budget)
     if norm not in ("l1", "l2"):
         raise ValueError(f"norm must be 'l1' or 'l2', got {norm!r}")
     if ball not in BALL_MODES:
