@@ -17,3 +17,4 @@ def partition_function(fn):
 
 
 from core.partition import dual  # noqa: E402,F401  (registers the dual-decomposition functions)
+from core.partition import spsvm  # noqa: E402,F401  (registers the SpSVM-2 functions)
