@@ -28,7 +28,8 @@ Each stage (one new basis function):
      d / 8, where they cost less than a refactorisation), else a refactorisation of the
      updated P.  Newton ends exactly when a full step leaves I unchanged (finite termination:
      the loss is quadratic on each I).
-The fit stops at ``max_basis`` functions or when a stage lowers f by less than ``tol`` relative.
+The fit stops at ``max_basis`` functions or, at a re-optimisation, when f fell by less than ``tol``
+relative per basis function added since the previous one.
 
 Bias: the 1 + K trick.  The expansion is in K' = 1 + K, the kernel of the feature map
 (1, phi(x)), so the bias sum_j beta_j is an ordinary coordinate of w and is regularised with it
@@ -334,7 +335,8 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
     (the same seed gives the same candidates at each stage for any lam and kernel);
     ``selection``: "method2" (the paper's SpSVM-2) or "method1" (full Newton per candidate: kappa
     times slower, for small data); ``retrain``: "schedule" (section 6.1) or "always";
-    ``tol``: stop when a stage lowers the objective by less than this share of it (0: never);
+    ``tol``: stop (at a re-optimisation) when the objective fell by less than this share of it per
+    basis function since the previous re-optimisation (0: never);
     ``newton_tol``: Newton also stops when max|g| falls below this share of its two terms;
     ``max_newton``: Newton iterations per retraining; ``keep_path_coef``: store beta of every
     stage in the metadata (d_max^2 / 2 floats) for ``truncate``.
@@ -361,12 +363,13 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
     start = time.perf_counter()
     path = {"size": [], "objective": [], "retrained": [], "seconds": [], "coef": []}
     taken, draw, failures = set(), 0, 0
+    checked = (0, fit.objective)  # basis size and objective at the last re-optimisation
     positions, ids, rows = fit.fetch(candidate_positions(n, draw, kappa, seed, taken))
     stop_reason = "max_basis"
     while fit.d < max_basis:
-        before = fit.objective
         decrease, coef = fit.score(rows) if len(positions) else (np.zeros(0), np.zeros(0))
         if selection == "method1":
+            before = fit.objective
             decrease = np.array([before - fit.trial_objective(take_rows(rows, [c]), coef[c])
                                  if np.isfinite(decrease[c]) else -np.inf for c in range(len(positions))])
         draw += 1
@@ -389,10 +392,10 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
         if retrained:
             fit.newton()
         after = fit.objective
-        stop = tol > 0 and before - after < tol * abs(after) and not last
-        if stop and not retrained:
-            fit.newton()  # the model returned is always optimal for its basis
-            retrained, after = True, fit.objective
+        stop = False
+        if retrained:  # relative decrease per basis function since the last re-optimisation
+            stop = tol > 0 and checked[1] - after < tol * abs(after) * (fit.d - checked[0]) and not last
+            checked = (fit.d, after)
         path["size"].append(fit.d)
         path["objective"].append(float(after))
         path["retrained"].append(bool(retrained))
