@@ -16,8 +16,10 @@ With the residual r_i = 1 - y_i o_i, example i is active when r_i > 0 and the lo
 1/2 sum_i w_i max(0, r_i)^2 (the L2-loss of eq. 4, with instance weights w_i).
 """
 
+import numba
 import numpy as np
 
+from core.config import NJIT
 from core.kernels import KernelSpec, kernel_block
 from core.partition import partition_function
 from core.rows import take_rows
@@ -33,15 +35,32 @@ def basis_kernel(X, Z, kernel, x_sq_norms=None):
     return K
 
 
-def _active_sums(data, residual, values):
-    """For each column of the (n, k) ``residual`` and ``values`` (the outputs' direction): the loss,
-    its first and second derivative along that direction, over the examples active there."""
-    active = residual > 0.0
-    wa = np.where(active, data.weight[:, None], 0.0)
-    loss = 0.5 * (wa * residual * residual).sum(axis=0)
-    slope = -(wa * data.y[:, None] * values * residual).sum(axis=0)
-    curvature = (wa * values * values).sum(axis=0)
-    return active, loss, slope, curvature
+def _directional_sums(data, o, values, coef, coef_prev):
+    """For each column c of the (n, k) ``values`` (a direction of the outputs): at o + coef_c values_c,
+    the loss, its first and second derivative in coef_c, and how many examples' activity differs
+    from that at o + coef_prev_c values_c."""
+    values = np.ascontiguousarray(values)
+    k = values.shape[1]
+    loss, slope, curvature, changes = np.zeros(k), np.zeros(k), np.zeros(k), np.zeros(k)
+    _directional_kernel(o, data.y, data.weight, values, np.asarray(coef, np.float64),
+                        np.asarray(coef_prev, np.float64), loss, slope, curvature, changes)
+    return loss, slope, curvature, changes
+
+
+@numba.njit(**NJIT)
+def _directional_kernel(o, y, w, values, coef, coef_prev, loss, slope, curvature, changes):
+    """One pass over the rows for ``_directional_sums`` (no (n, k) temporaries)."""
+    for i in range(values.shape[0]):
+        for c in range(values.shape[1]):
+            v = values[i, c]
+            r = 1.0 - y[i] * (o[i] + coef[c] * v)
+            active = r > 0.0
+            if active:
+                loss[c] += 0.5 * w[i] * r * r
+                slope[c] -= w[i] * y[i] * v * r
+                curvature[c] += w[i] * v * v
+            if active != (1.0 - y[i] * (o[i] + coef_prev[c] * v) > 0.0):
+                changes[c] += 1.0
 
 
 @partition_function
@@ -118,12 +137,9 @@ def spsvm_score(data, state, request):
     """
     if request["rows"] is not None:
         state["cand"] = basis_kernel(data.rows, request["rows"], request["kernel"], x_sq_norms=data.sq_norms)
-    cand, o, y = state["cand"], state["o"], data.y
-    residual = 1.0 - y[:, None] * (o[:, None] + request["coef"][None, :] * cand)
-    active, loss, slope, curvature = _active_sums(data, residual, cand)
-    before = (1.0 - y[:, None] * (o[:, None] + request["coef_prev"][None, :] * cand)) > 0.0
-    return state, {"loss": loss, "slope": slope, "curvature": curvature,
-                   "changes": (active != before).sum(axis=0).astype(np.float64)}
+    loss, slope, curvature, changes = _directional_sums(data, state["o"], state["cand"], request["coef"],
+                                                        request["coef_prev"])
+    return state, {"loss": loss, "slope": slope, "curvature": curvature, "changes": changes}
 
 
 @partition_function
@@ -136,12 +152,10 @@ def spsvm_line(data, state, request):
     """
     if request["direction"] is not None:
         state["z"] = state["C"][:, :state["d"]] @ request["direction"]
-    o, z, y = state["o"], state["z"], data.y
-    residual = 1.0 - y * (o + request["step"] * z)
-    active, loss, slope, curvature = _active_sums(data, residual[:, None], z[:, None])
-    before = (1.0 - y * (o + request["step_prev"] * z)) > 0.0
+    loss, slope, curvature, changes = _directional_sums(data, state["o"], state["z"][:, None], [request["step"]],
+                                                        [request["step_prev"]])
     return state, {"loss": float(loss[0]), "slope": float(slope[0]), "curvature": float(curvature[0]),
-                   "changes": int((active[:, 0] != before).sum())}
+                   "changes": int(changes[0])}
 
 
 @partition_function
