@@ -29,9 +29,9 @@ from core.spsvm import fit_spsvm, truncate
 # name: (train file, test file, n_features, LIBSVM (gamma, C), SpSVM (lam, gamma) chosen by --select,
 #        the selection grid of lam and gamma, d_max of the selection)
 DATASETS = {
-    "ijcnn1": (("ijcnn1", "ijcnn1"), ("ijcnn1", "ijcnn1.t"), 22, (1.0, 10.0), (1 / 16, 4.0),
+    "ijcnn1": (("ijcnn1", "ijcnn1"), ("ijcnn1", "ijcnn1.t"), 22, (1.0, 10.0), (1 / 32, 0.5),
                ([1 / 32, 1 / 8], [0.5, 1.0, 2.0]), 300),
-    "a8a": (("a8a", "a8a"), ("a8a", "a8a.t"), 123, (0.05, 1.0), (1.0, 0.05),
+    "a8a": (("a8a", "a8a"), ("a8a", "a8a.t"), 123, (0.05, 1.0), (2.0, 0.05),
             ([0.5, 2.0], [0.025, 0.05, 0.1]), 100),
 }
 SIZES = (25, 50, 100, 200, 300)
@@ -65,6 +65,8 @@ def select(name):
             seconds = time.perf_counter() - start
             errors = [error(truncate(model, d), X[held], y[held]) for d in sizes]
             rows.append([name, lam, gamma] + [f"{e:.2f}" for e in errors] + [f"{seconds:.1f}"])
+            print(f"{name} lam={lam:.6g} gamma={gamma:.6g}: validation error % at d={sizes}: "
+                  f"{[round(e, 2) for e in errors]}, {seconds:.1f}s", flush=True)
             if best is None or errors[-1] < best[0]:
                 best = (errors[-1], lam, gamma)
     print_table(["data", "lam", "gamma"] + [f"val err % d={d}" for d in sizes] + ["time s"], rows)

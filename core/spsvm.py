@@ -141,10 +141,13 @@ class _Fit:
         self.rows = None  # basis rows, a block
         self.ids, self.positions = [], []
         self.d = 0
+        self.capacity = capacity
+        self.factor_beta = np.zeros(0)  # beta when the factor's active set was taken
         self.newton_iterations = 0
         self.rank_one_changes = 0
         self.refactorisations = 0
-        answers = engine.run("spsvm_start", {"capacity": capacity})
+        request = {"capacity": capacity}
+        answers = engine.run("spsvm_start", request, rebuild=lambda: request)
         counts = np.array([a["count"] for a in answers], np.int64)
         self.tokens = np.array([a["token"] for a in answers], np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
@@ -159,8 +162,8 @@ class _Fit:
 
     def add(self, row, ident, position, coef, next_positions, checkpoint=False):
         """Append the basis function of ``row`` with coefficient ``coef``; fetch the next candidates."""
-        answers = self.engine.run("spsvm_add_basis", dict(self._address(next_positions), kernel=self.spec,
-                                                          row=row, coef=float(coef), checkpoint=checkpoint))
+        answers = self._run("spsvm_add_basis", dict(self._address(next_positions), kernel=self.spec, row=row,
+                                                    coef=float(coef), checkpoint=checkpoint))
         d = self.d
         k_new = basis_kernel(self.rows, row, self.kernel)[:, 0] if d else np.zeros(0)
         k_diag = float(kernel_diag(row, self.kernel)[0]) + BIAS_TERM
@@ -186,9 +189,19 @@ class _Fit:
 
     def fetch(self, positions):
         """Rows and ids of the examples at ``positions`` (no basis change)."""
-        answers = self.engine.run("spsvm_add_basis", dict(self._address(positions), kernel=self.spec,
-                                                          row=None, coef=0.0, checkpoint=False))
+        answers = self._run("spsvm_add_basis", dict(self._address(positions), kernel=self.spec, row=None,
+                                                    coef=0.0, checkpoint=False))
         return self._fetched(answers)
+
+    def _run(self, name, request, direction=None, **resend):
+        """One round; a lost task gets ``request`` with ``resend`` and the model to rebuild from."""
+        return self.engine.run(name, request, rebuild=lambda: dict(request, **resend, **self._model(direction),
+                                                                   rebuild=True))
+
+    def _model(self, direction=None):
+        """What the partitions' state is a function of (see ``core.partition.spsvm._rebuilt``)."""
+        return {"kernel": self.spec, "model_capacity": self.capacity, "model_rows": self.rows, "model_beta": self.beta[:self.d].copy(),
+                "model_factor_beta": self.factor_beta, "model_direction": direction}
 
     def _address(self, positions):
         return {"positions": np.asarray(positions, np.int64), "offsets": self.offsets, "tokens": self.tokens}
@@ -212,8 +225,8 @@ class _Fit:
         search = _OneDimNewton(np.zeros(k))
         send = rows
         for _ in range(_MAX_ONE_D_ROUNDS):
-            answers = self.engine.run("spsvm_score", {"kernel": self.spec, "rows": send, "coef": search.x,
-                                                      "coef_prev": search.prev})
+            answers = self._run("spsvm_score", {"kernel": self.spec, "rows": send, "coef": search.x,
+                                                "coef_prev": search.prev}, rows=rows)
             send = None
             loss = sum(a["loss"] for a in answers)
             slope = reg_slope + self.lam * k_diag * search.x + sum(a["slope"] for a in answers)
@@ -232,16 +245,23 @@ class _Fit:
     # ---- Newton's method on the current basis ------------------------------------------------
 
     def newton(self):
-        """Minimise f over beta_J exactly (section 2.1); leaves o and the factor's I at the optimum."""
-        step, converged = 0.0, False
+        """Minimise f over beta_J exactly (section 2.1); leaves o and the factor's I at the optimum.
+
+        beta takes each step only once the partitions have (in the next gradient round), so that
+        beta always describes their outputs: a lost task rebuilds from it.
+        """
+        step, delta, converged = 0.0, None, False
         previous = np.inf
-        for _ in range(self.max_newton):
-            answers = self.engine.run("spsvm_gradient", {"step": step})
+        d = self.d
+        for iteration in range(self.max_newton + 1):
+            answers = self._run("spsvm_gradient", {"step": step}, direction=delta)
+            if delta is not None:
+                self.beta[:d] += step * delta
+            self.factor_beta = self.beta[:d].copy()
             self._change_active_set(answers)
             self.loss = sum(a["loss"] for a in answers)
             if converged:
                 return
-            d = self.d
             reg = self.lam * (self.K[:d, :d] @ self.beta[:d])
             residual_sum = sum(a["residual_sum"] for a in answers)
             g = reg - residual_sum
@@ -249,16 +269,14 @@ class _Fit:
             f = self.objective
             if np.abs(g).max() <= self.newton_tol * scale or f >= previous:
                 return
+            if iteration == self.max_newton:
+                log.warning("SpSVM: Newton stopped after %d iterations at |J| = %d without an exact optimum",
+                            self.max_newton, d)
+                return
             previous = f
             delta = -self.factor.solve(g)
             step, converged = self._line_search(delta, g)
-            self.beta[:d] += step * delta
             self.newton_iterations += 1
-        log.warning("SpSVM: Newton stopped after %d iterations at |J| = %d without an exact optimum",
-                    self.max_newton, self.d)
-        answers = self.engine.run("spsvm_gradient", {"step": step})  # the partitions take the last step too
-        self._change_active_set(answers)
-        self.loss = sum(a["loss"] for a in answers)
 
     def _line_search(self, delta, g):
         """Exact minimiser t of f(beta + t delta); also whether t = the first (Newton) point was exact."""
@@ -271,8 +289,8 @@ class _Fit:
         search.step(np.array([g @ delta]), np.array([delta @ self.P[:d, :d] @ delta]), np.ones(1))
         send = delta
         for rounds in range(1, _MAX_ONE_D_ROUNDS + 1):
-            answers = self.engine.run("spsvm_line", {"direction": send, "step": float(search.x[0]),
-                                                     "step_prev": float(search.prev[0])})
+            answers = self._run("spsvm_line", {"direction": send, "step": float(search.x[0]),
+                                               "step_prev": float(search.prev[0])}, direction=delta)
             send = None
             t = float(search.x[0])
             slope = reg_slope0 + t * reg_curv + sum(a["slope"] for a in answers)
@@ -313,17 +331,19 @@ class _Fit:
     def trial_objective(self, row, coef):
         """f after adding ``row`` (starting from ``coef``) and re-optimising; the fit is left unchanged."""
         saved = (self.beta.copy(), self.factor.R[:self.d, :self.d].copy(), self.P[:self.d, :self.d].copy(),
-                 self.rows, list(self.ids), list(self.positions), self.d, self.loss)
+                 self.rows, list(self.ids), list(self.positions), self.d, self.loss, self.factor_beta)
         try:
             self.add(row, -1, -1, coef, [], checkpoint=True)
             self.newton()
             return self.objective
         finally:
-            self.beta, R, P, self.rows, self.ids, self.positions, self.d, self.loss = saved
+            (self.beta, R, P, self.rows, self.ids, self.positions, self.d, self.loss,
+             self.factor_beta) = saved
             self.factor.R[:self.d, :self.d] = R
             self.factor.size = self.d
             self.P[:self.d, :self.d] = P
-            self.engine.run("spsvm_restore", {})
+            request = dict(self._model(), rebuild=True)
+            self.engine.run("spsvm_restore", request, rebuild=lambda: request)
 
 
 def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="method2", retrain="schedule",

@@ -87,6 +87,23 @@ def _local_positions(data, request):
     return mine - offset, mine
 
 
+def _rebuilt(data, state, request):
+    """``state``, or when the request has ``rebuild`` set (a lost task), the state rebuilt from the
+    driver's model, sent as flat keys (the wire format is flat): basis ``model_rows``,
+    ``model_beta`` (the outputs' coefficients), ``model_factor_beta`` (those at which the factor's
+    active set was taken), ``model_direction`` (the line search's, or None), ``model_capacity``."""
+    if not request.get("rebuild"):
+        return state
+    n, d, d_f = len(data), len(request["model_beta"]), len(request["model_factor_beta"])
+    C = np.zeros((n, request["model_capacity"]))
+    if d:
+        C[:, :d] = basis_kernel(data.rows, request["model_rows"], request["kernel"], x_sq_norms=data.sq_norms)
+    direction = request["model_direction"]
+    return {"C": C, "d": d, "o": C[:, :d] @ request["model_beta"],
+            "factor": 1.0 - data.y * (C[:, :d_f] @ request["model_factor_beta"]) > 0.0,
+            "z": np.zeros(n) if direction is None else C[:, :d] @ direction, "cand": np.zeros((n, 0))}
+
+
 @partition_function
 def spsvm_add_basis(data, state, request):
     """Append the basis column of ``row`` with coefficient ``coef`` (o += coef c), then fetch rows.
@@ -97,6 +114,7 @@ def spsvm_add_basis(data, state, request):
     active set I, before the append) and its diagonal ``gram_diagonal``; the ``loss`` after the
     update; the fetched examples (``fetched_positions``, ``fetched_rows``).
     """
+    state = _rebuilt(data, state, request)
     answer = {}
     if request["checkpoint"]:
         state["saved"] = (state["o"].copy(), state["factor"].copy(), state["d"])
@@ -120,7 +138,10 @@ def spsvm_add_basis(data, state, request):
 
 @partition_function
 def spsvm_restore(data, state, request):
-    """Return to the state saved by the last ``spsvm_add_basis`` with ``checkpoint`` (Method 1's trials)."""
+    """Return to the state saved by the last ``spsvm_add_basis`` with ``checkpoint`` (Method 1's trials);
+    a task that lost it rebuilds that state from the model the request always carries (``_rebuilt``)."""
+    if "saved" not in state:
+        return _rebuilt(data, state, request), {}
     state["o"], state["factor"], state["d"] = state.pop("saved")
     return state, {}
 
@@ -135,6 +156,7 @@ def spsvm_score(data, state, request):
     b_c) of the loss at b_c, and ``changes``: how many examples' activity differs between b_c and
     the previous b_c (none: the Newton step to b_c was exact).
     """
+    state = _rebuilt(data, state, request)
     if request["rows"] is not None:
         state["cand"] = basis_kernel(data.rows, request["rows"], request["kernel"], x_sq_norms=data.sq_norms)
     loss, slope, curvature, changes = _directional_sums(data, state["o"], state["cand"], request["coef"],
@@ -150,6 +172,7 @@ def spsvm_line(data, state, request):
     ``step`` (t) and ``step_prev``.  Answer: ``loss``, ``slope``, ``curvature`` in t and
     ``changes`` (examples whose activity differs between t and the previous t).
     """
+    state = _rebuilt(data, state, request)
     if request["direction"] is not None:
         state["z"] = state["C"][:, :state["d"]] @ request["direction"]
     loss, slope, curvature, changes = _directional_sums(data, state["o"], state["z"][:, None], [request["step"]],
@@ -168,6 +191,7 @@ def spsvm_gradient(data, state, request):
     most d examples changed, their rows sqrt(w_i) K'_iJ (``entering``, ``leaving``), else the
     dense change of K_JI W K_JI^T (``gram_change``, None otherwise).
     """
+    state = _rebuilt(data, state, request)
     C, d, o, y = state["C"], state["d"], state["o"], data.y
     if request["step"]:
         o += request["step"] * state["z"]

@@ -145,3 +145,34 @@ def test_bad_arguments_are_explained(data, kwargs, message):
     args = dict(max_basis=5, lam=1.0, kernel=KERNEL)
     with pytest.raises(ValueError, match=message):
         fit_spsvm(LocalEngine(X, y), **dict(args, **kwargs))
+
+
+class _EngineLosingItsTasks(LocalEngine):
+    """A LocalEngine whose partitions all lose their state at round ``lost_at`` (as a retried Spark stage)."""
+
+    def __init__(self, *args, lost_at, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lost_at, self.rounds, self.lost_in = lost_at, 0, None
+
+    def run(self, function_name, request, rebuild=None):
+        self.rounds += 1
+        if self.rounds == self.lost_at:
+            self.states = [{} for _ in self.partitions]
+            self.lost_in = function_name
+            request = rebuild()
+        return super().run(function_name, request)
+
+
+@pytest.mark.parametrize("selection, lost_at, function", [
+    ("method2", 1, "spsvm_start"), ("method2", 12, "spsvm_line"), ("method2", 15, "spsvm_gradient"),
+    ("method2", 21, "spsvm_score"), ("method2", 24, "spsvm_add_basis"), ("method1", 13, "spsvm_restore"),
+    ("method1", 23, "spsvm_line")])
+def test_partitions_that_lose_their_state_rebuild_it_from_the_driver(data, selection, lost_at, function):
+    X, y = data
+    args = dict(max_basis=10 if selection == "method2" else 4, lam=0.1, kernel=KERNEL, kappa=4, selection=selection)
+    engine = _EngineLosingItsTasks(X, y, n_partitions=2, lost_at=lost_at)
+    disturbed = fit_spsvm(engine, **args)
+    assert engine.lost_in == function
+    undisturbed = fit_spsvm(LocalEngine(X, y, n_partitions=2), **args)
+    np.testing.assert_array_equal(disturbed.support_vectors, undisturbed.support_vectors)
+    np.testing.assert_allclose(disturbed.coef, undisturbed.coef, rtol=0, atol=1e-9)
