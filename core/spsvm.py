@@ -118,10 +118,11 @@ class _OneDimNewton:
         self.done |= (self.exact_step & (changes == 0)) | (slope == 0.0)
         self.lo = np.where(slope < 0, self.x, self.lo)
         self.hi = np.where(slope > 0, self.x, self.hi)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             newton = self.x - slope / curvature
-        inside = (newton > self.lo) & (newton < self.hi)
-        nxt = np.where(inside, newton, 0.5 * (self.lo + self.hi))
+            inside = (newton > self.lo) & (newton < self.hi)
+            nxt = np.where(inside, newton, 0.5 * (self.lo + self.hi))
+        nxt = np.where(np.isfinite(nxt), nxt, self.x)  # no bracket and no curvature: stay
         self.prev = self.x
         self.x = np.where(self.done, self.x, nxt)
         self.exact_step = inside
@@ -130,10 +131,10 @@ class _OneDimNewton:
 class _Fit:
     """The driver's side of one fit: basis, coefficients, K'_JJ, P and its factor."""
 
-    def __init__(self, engine, kernel, lam, capacity, selection, newton_tol, max_newton):
+    def __init__(self, engine, kernel, lam, capacity, newton_tol, max_newton):
         self.engine, self.kernel, self.lam = engine, kernel, lam
         self.spec = kernel.to_dict()
-        self.selection, self.newton_tol, self.max_newton = selection, newton_tol, max_newton
+        self.newton_tol, self.max_newton = newton_tol, max_newton
         self.beta = np.zeros(capacity)
         self.K = np.zeros((capacity, capacity))  # K'_JJ
         self.P = np.zeros((capacity, capacity))
@@ -378,8 +379,7 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
     n = engine.n_examples
     max_basis, kappa = min(int(max_basis), n), int(kappa)
     schedule = set(range(1, max_basis + 1)) if retrain == "always" else set(retrain_sizes(max_basis))
-    fit = _Fit(engine, kernel, float(lam), max_basis, selection, newton_tol,
-               max_newton)
+    fit = _Fit(engine, kernel, float(lam), max_basis, newton_tol, max_newton)
     start = time.perf_counter()
     path = {"size": [], "objective": [], "retrained": [], "seconds": [], "coef": []}
     taken, draw, failures = set(), 0, 0
@@ -416,16 +416,14 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
         if retrained:  # relative decrease per basis function since the last re-optimisation
             stop = tol > 0 and checked[1] - after < tol * abs(after) * (fit.d - checked[0]) and not last
             checked = (fit.d, after)
-        path["size"].append(fit.d)
-        path["objective"].append(float(after))
-        path["retrained"].append(bool(retrained))
-        path["seconds"].append(time.perf_counter() - start)
-        if keep_path_coef:
-            path["coef"].extend(fit.beta[:fit.d].tolist())
+        _record(path, fit, retrained, start, keep_path_coef)
         log.info("SpSVM stage %d: objective %.8g%s", fit.d, after, " (retrained)" if retrained else "")
         if stop:
             stop_reason = "tol"
             break
+    if path["retrained"] and not path["retrained"][-1]:  # stopped for want of candidates
+        fit.newton()  # the model returned is always optimal for its basis
+        _record(path, fit, True, start, keep_path_coef, replace_last=True)
     beta = fit.beta[:fit.d].copy()
     params = {"max_basis": max_basis, "lam": float(lam), "kappa": kappa, "seed": seed, "selection": selection,
               "retrain": retrain, "tol": tol, "newton_tol": newton_tol, "kernel": kernel.to_dict()}
@@ -436,6 +434,20 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
     rows = fit.rows if fit.rows is not None else np.zeros((0, engine.n_features))
     return KernelExpansion(rows, beta, float(beta.sum()) * BIAS_TERM, kernel, list(engine.classes),
                            engine.n_features, meta, np.array(fit.ids, np.int64))
+
+
+def _record(path, fit, retrained, start, keep_coef, replace_last=False):
+    """Append (or replace the last) stage of the path: size, objective, retrained, seconds, beta."""
+    if replace_last:
+        for key in ("size", "objective", "retrained", "seconds"):
+            path[key].pop()
+        del path["coef"][len(path["coef"]) - (fit.d if keep_coef else 0):]
+    path["size"].append(fit.d)
+    path["objective"].append(float(fit.objective))
+    path["retrained"].append(bool(retrained))
+    path["seconds"].append(time.perf_counter() - start)
+    if keep_coef:
+        path["coef"].extend(fit.beta[:fit.d].tolist())
 
 
 def truncate(model, d):

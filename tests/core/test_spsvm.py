@@ -43,8 +43,7 @@ def test_all_points_as_basis_give_the_l2svm_optimum(weighted):
 def test_method2_scores_are_the_exact_one_dimensional_minima(data):
     X, y = data
     lam = 0.3
-    fit = _Fit(LocalEngine(X, y, n_partitions=2), KERNEL, lam, capacity=10, selection="method2",
-               newton_tol=1e-10, max_newton=50)
+    fit = _Fit(LocalEngine(X, y, n_partitions=2), KERNEL, lam, capacity=10, newton_tol=1e-10, max_newton=50)
     for position in (5, 17, 40):
         fit.add(X[[position]], position, position, 0.0, [])
     fit.newton()
@@ -176,3 +175,16 @@ def test_partitions_that_lose_their_state_rebuild_it_from_the_driver(data, selec
     undisturbed = fit_spsvm(LocalEngine(X, y, n_partitions=2), **args)
     np.testing.assert_array_equal(disturbed.support_vectors, undisturbed.support_vectors)
     np.testing.assert_allclose(disturbed.coef, undisturbed.coef, rtol=0, atol=1e-9)
+
+
+def test_duplicate_rows_never_join_the_basis_twice(monkeypatch):
+    import core.spsvm
+
+    monkeypatch.setattr(core.spsvm, "_MAX_FAILED_DRAWS", 3)
+    X, y = make_rings(20, 4, seed=8)
+    X2, y2 = np.vstack([X, X]), np.concatenate([y, y])
+    model = fit_spsvm(LocalEngine(X2, y2), max_basis=40, lam=0.1, kernel=KERNEL, tol=0)
+    assert model.n_support == 20 and model.metadata["stop_reason"] == "only duplicate candidates"
+    assert len(np.unique(model.support_vectors, axis=0)) == 20
+    assert model.metadata["path"]["retrained"][-1]  # the model returned is re-optimised
+    assert _dense_objective(model, X2, y2, 0.1) == pytest.approx(model.metadata["objective"], rel=1e-10)
