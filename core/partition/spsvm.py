@@ -71,7 +71,7 @@ def spsvm_start(data, state, request):
     driver can address examples by global position, and its ``loss`` at o = 0.
     """
     n = len(data)
-    state = {"C": np.zeros((n, request["capacity"])), "d": 0, "o": np.zeros(n),
+    state = {"C": np.zeros((n, request["capacity"]), order="F"), "d": 0, "o": np.zeros(n),
              "factor": np.ones(n, bool), "z": np.zeros(n), "cand": np.zeros((n, 0))}
     return state, {"count": n, "token": int(data.ids[0]) if n else -1, "loss": 0.5 * float(data.weight.sum())}
 
@@ -95,7 +95,7 @@ def _rebuilt(data, state, request):
     if not request.get("rebuild"):
         return state
     n, d, d_f = len(data), len(request["model_beta"]), len(request["model_factor_beta"])
-    C = np.zeros((n, request["model_capacity"]))
+    C = np.zeros((n, request["model_capacity"]), order="F")
     if d:
         C[:, :d] = basis_kernel(data.rows, request["model_rows"], request["kernel"], x_sq_norms=data.sq_norms)
     direction = request["model_direction"]
