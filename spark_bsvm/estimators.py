@@ -5,10 +5,11 @@ from pyspark import keyword_only
 from core.ebsvm import fit_ebsvm
 from core.l0svm import MARGINS, fit_l0svm
 from core.slant import fit_slant
+from core.spsvm import fit_spsvm
 from core.svc import fit_budget_svm, fit_csvc
 from spark_bsvm.estimator import _BSVMEstimator, positive
 from spark_bsvm.model import BSVMModel
-from spark_bsvm.params import _BudgetParams, _DualParams, _EBSVMParams, _L0Params, _SlantParams
+from spark_bsvm.params import _BudgetParams, _DualParams, _EBSVMParams, _L0Params, _SlantParams, _SpSVMParams
 
 
 class CSVC(_BSVMEstimator, _DualParams):
@@ -228,3 +229,41 @@ class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams):
         return fit_ebsvm(engine, budget=get(self.budget), lam=get(self.regParam), kernel=kernel,
                          epochs=get(self.epochs), batch_size=get(self.batchSize), eta_theta=get(self.etaTheta),
                          average=get(self.average), seed=get(self.seed))
+
+
+class SpSVM(_BSVMEstimator, _SpSVMParams):
+    """SpSVM-2 of Keerthi, Chapelle & DeCoste: an L2-loss SVM over at most ``maxBasis`` basis functions.
+
+    Grows the basis one training example at a time: each step scores ``kappa`` seeded random
+    candidates by the exact decrease of the primal objective they allow alone (Method 2, or a
+    full re-fit per candidate with ``basisSelection='method1'``), adds the best, and re-optimises
+    all coefficients by Newton's method on the schedule ``retrain``.  The model expands in the
+    kernel 1 + K (the bias is a regularised coordinate).  ``tol`` stops early when the
+    objective's relative decrease per basis function between two re-optimisations falls below it; ``maxIter`` bounds the
+    Newton iterations of each re-optimisation.  ``trainingSummary['path']`` holds the
+    objective (and coefficients) at every basis size, so d can be chosen by validation with
+    ``core.spsvm.truncate``.  Honours ``weightCol`` (w_i scales example i's loss).
+
+    >>> model = SpSVM(maxBasis=300, regParam=1 / 16, gamma=1.0).fit(train_df)   # doctest: +SKIP
+    """
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, predictionCol="prediction",
+                 rawPredictionCol="rawPrediction", kernel="rbf", gamma=1.0, degree=3, coef0=0.0, maxBasis=100,
+                 regParam=1.0, kappa=10, basisSelection="method2", retrain="schedule", tol=1e-6, maxIter=50,
+                 numPartitions=None, threshold=0.0, seed=0, probabilityCol="probability",
+                 calibrationFraction=0.0):
+        super().__init__()
+        self._set(**self._input_kwargs)
+
+    def setMaxBasis(self, value):
+        return self._set(maxBasis=value)
+
+    def setRegParam(self, value):
+        return self._set(regParam=value)
+
+    def _train(self, engine, kernel):
+        return fit_spsvm(engine, max_basis=self.getMaxBasis(), lam=positive("regParam", self.getRegParam()),
+                         kernel=kernel, kappa=self.getOrDefault(self.kappa), seed=self.getOrDefault(self.seed),
+                         selection=self.getOrDefault(self.basisSelection),
+                         retrain=self.getOrDefault(self.retrain), tol=self.getTol(), max_newton=self.getMaxIter())

@@ -15,7 +15,7 @@ estimator that starts from the current model's ``KernelExpansion``, or
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from spark_bsvm.estimators import CSVC, BudgetSVM, ElasticBudgetSVM, L0SVM, SlantSparsifier
+from spark_bsvm.estimators import CSVC, BudgetSVM, ElasticBudgetSVM, L0SVM, SlantSparsifier, SpSVM
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ METHODS = {
     "csvc": Method(CSVC, {}, "LIBSVM's C-SVC (the reference; support size grows with the data)"),
     "budget_l1": Method(BudgetSVM, {"norm": "l1"}, "Dekel & Singer's budget-L1 SVM (sum a <= B C)"),
     "budget_l2": Method(BudgetSVM, {"norm": "l2"}, "Dekel & Singer's budget-L2 SVM"),
+    "spsvm": Method(SpSVM, {}, "Keerthi, Chapelle & DeCoste's SpSVM-2: a greedily grown basis of maxBasis rows"),
     "slant": Method(SlantSparsifier, {}, "Cotter et al.'s slant-loss sparsifier of the model at "
                     "[model.params] referenceModelPath"),
     "ebsvm": Method(ElasticBudgetSVM, {}, "the elastic budget SVM: SGD holding at most B support vectors"),

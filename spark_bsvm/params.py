@@ -137,3 +137,30 @@ class _EBSVMParams(_BSVMParams):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0, average=True)
+
+
+class _SpSVMParams(_BSVMParams):
+    """Params of SpSVM-2 (Keerthi, Chapelle & DeCoste): a basis grown greedily to maxBasis."""
+
+    maxBasis = Param(Params._dummy(), "maxBasis", "d_max: the most basis functions (training examples) the "
+                     "model expands in (integer >= 1)", TypeConverters.toInt)
+    regParam = Param(Params._dummy(), "regParam", "lambda of the primal lambda/2 ||w||^2 + 1/2 sum_i w_i "
+                     "max(0, 1 - y_i f(x_i))^2 (> 0); about 1/C of a C-SVC", TypeConverters.toFloat)
+    kappa = Param(Params._dummy(), "kappa", "candidates scored for each new basis function (integer >= 1)",
+                  TypeConverters.toInt)
+    basisSelection = Param(Params._dummy(), "basisSelection", "'method2' (score each candidate by a 1-D "
+                           "minimisation, the paper's SpSVM-2) or 'method1' (a full Newton solve per "
+                           "candidate, kappa times slower)", TypeConverters.toString)
+    retrain = Param(Params._dummy(), "retrain", "when to re-optimise all coefficients: 'schedule' (at "
+                    "|J| = floor(2^(p/4)) and at the end) or 'always'", TypeConverters.toString)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(maxBasis=100, regParam=1.0, kappa=10, basisSelection="method2", retrain="schedule",
+                         tol=1e-6, maxIter=50)
+
+    def getMaxBasis(self):
+        return self.getOrDefault(self.maxBasis)
+
+    def getRegParam(self):
+        return self.getOrDefault(self.regParam)

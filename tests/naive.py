@@ -148,3 +148,25 @@ def naive_ebsvm(X, y, weight, ids, *, budget, lam, spec, eta_theta, average, tot
 def _naive_drop(sv, born, alpha, total, j):
     del total[sv[j]]
     del sv[j], born[j], alpha[j]
+
+
+def naive_l2svm_optimum(K, y, lam, weights=None):
+    """Optimal value of the L2-loss SVM primal min lam/2 ||w||^2 + 1/2 sum_i c_i max(0, 1 - y_i w.phi_i)^2
+    for the kernel matrix K, from its dual (strong duality):
+
+        max_{a >= 0}  sum a - 1/(2 lam) a^T (yy^T * K) a - 1/2 sum a_i^2 / c_i
+
+    solved by L-BFGS-B (the dual is strongly concave, so this is independent of any Newton code)."""
+    from scipy.optimize import minimize
+
+    c = np.ones(len(y)) if weights is None else np.asarray(weights, float)
+    Q = np.outer(y, y) * K
+
+    def negative_dual(a):
+        Qa = Q @ a
+        value = -a.sum() + Qa @ a / (2 * lam) + 0.5 * (a * a / c).sum()
+        return value, -1.0 + Qa / lam + a / c
+
+    result = minimize(negative_dual, np.zeros(len(y)), jac=True, method="L-BFGS-B",
+                      bounds=[(0, None)] * len(y), options={"maxiter": 100_000, "ftol": 1e-16, "gtol": 1e-12})
+    return -result.fun

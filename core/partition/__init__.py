@@ -20,3 +20,4 @@ from core.partition import dual  # noqa: E402,F401  (registers the dual-decompos
 from core.partition import slant  # noqa: E402,F401  (registers the slant-loss sparsifier's functions)
 from core.partition import l0svm  # noqa: E402,F401  (registers the L0-norm SVM functions)
 from core.partition import ebsvm  # noqa: E402,F401  (registers the elastic budget SVM's batch server)
+from core.partition import spsvm  # noqa: E402,F401  (registers the SpSVM-2 functions)

@@ -1,0 +1,129 @@
+"""A Cholesky factor kept up to date as its matrix grows and changes by rank one.
+
+SpSVM's Newton matrix P = lambda K_JJ + K_JI W K_JI^T (Keerthi, Chapelle &
+DeCoste, eq. 6) grows by one row and column per new basis function and
+changes by +-w_i k_i k_i^T when example i enters or leaves the active set I.
+``CholeskyFactor`` keeps the upper-triangular R with R^T R = P in the top-left
+d x d block of a preallocated (capacity x capacity) array, so that each change
+costs O(d^2) instead of a refactorisation's O(d^3):
+
+    append     P' = [[P, p], [p^T, pi]]:  r = R^-T p,  rho = sqrt(pi - r.r),
+               R' = [[R, r], [0, rho]]
+    update     P + x x^T:  a sweep of plane rotations along the rows of R
+    downdate   P - x x^T:  the same with hyperbolic rotations; fails (and
+               leaves R unusable) when P - x x^T is not numerically positive
+               definite, so callers keep P to refactorise from.
+
+Rows of R are contiguous, so the inner loops of the rotations run along
+memory.  The rotation scheme is the classic one (Golub & Van Loan, Matrix
+Computations, section 6.5.4; Seeger 2004, "Low rank updates for the Cholesky
+decomposition").
+"""
+
+import numba
+import numpy as np
+import scipy.linalg
+
+from core.config import NJIT
+
+# a pivot rho^2 below this share of the new diagonal means the new column is (numerically) a
+# combination of the old ones: P is too ill-conditioned to factor reliably
+PIVOT_RTOL = 1e-12
+
+
+class CholeskyFactor:
+    """Upper-triangular R, R^T R = P, for a P of size ``size`` <= ``capacity``."""
+
+    def __init__(self, capacity):
+        if capacity < 0:
+            raise ValueError(f"capacity must be >= 0, got {capacity}")
+        self.R = np.zeros((capacity, capacity))
+        self.size = 0
+
+    @property
+    def upper(self):
+        """The current factor R (a view)."""
+        return self.R[:self.size, :self.size]
+
+    def append(self, column, diagonal):
+        """Grow P by the column ``column`` (length size) and the diagonal entry; False when not PD."""
+        d = self.size
+        if d >= self.R.shape[0]:
+            raise ValueError(f"the factor is full (capacity {self.R.shape[0]})")
+        column = np.ascontiguousarray(column, dtype=np.float64)
+        if column.shape != (d,):
+            raise ValueError(f"column must have length {d}, got shape {column.shape}")
+        ok = _append(self.R, d, column, float(diagonal))
+        if ok:
+            self.size = d + 1
+        return ok
+
+    def update(self, x):
+        """R becomes the factor of P + x x^T."""
+        _rotate(self.R, self.size, self._vector(x), 1.0)
+
+    def downdate(self, x):
+        """R becomes the factor of P - x x^T; False (R unusable) when that is not positive definite."""
+        return _rotate(self.R, self.size, self._vector(x), -1.0)
+
+    def refactor(self, P):
+        """R from scratch for the symmetric ``P`` (size x size); False when P is not positive definite."""
+        d = P.shape[0]
+        if d > self.R.shape[0]:
+            raise ValueError(f"P of size {d} exceeds the capacity {self.R.shape[0]}")
+        try:
+            R = scipy.linalg.cholesky(P, lower=False, check_finite=False)
+        except np.linalg.LinAlgError:
+            return False
+        self.R[:d, :d] = R
+        self.size = d
+        return True
+
+    def solve(self, b):
+        """P^-1 b."""
+        R = self.upper
+        half = scipy.linalg.solve_triangular(R, b, trans="T", lower=False, check_finite=False)
+        return scipy.linalg.solve_triangular(R, half, lower=False, check_finite=False)
+
+    def _vector(self, x):
+        x = np.array(x, dtype=np.float64)  # a copy: the rotations overwrite it
+        if x.shape != (self.size,):
+            raise ValueError(f"x must have length {self.size}, got shape {x.shape}")
+        return x
+
+
+@numba.njit(**NJIT)
+def _append(R, d, p, pi):
+    """Solve R^T r = p by forward substitution along rows of R; write r and rho into column d."""
+    acc = np.zeros(d)
+    r = np.empty(d)
+    for i in range(d):
+        r[i] = (p[i] - acc[i]) / R[i, i]
+        for k in range(i + 1, d):
+            acc[k] += R[i, k] * r[i]
+    pivot = pi - np.dot(r, r)
+    if not pivot > PIVOT_RTOL * abs(pi):
+        return False
+    for i in range(d):
+        R[i, d] = r[i]
+        R[d, i] = 0.0
+    R[d, d] = np.sqrt(pivot)
+    return True
+
+
+@numba.njit(**NJIT)
+def _rotate(R, d, x, sign):
+    """R^T R + sign x x^T by (sign = 1) plane or (sign = -1) hyperbolic rotations; x is overwritten."""
+    for k in range(d):
+        rkk = R[k, k]
+        square = rkk * rkk + sign * x[k] * x[k]
+        if not square > 0.0:
+            return False
+        r = np.sqrt(square)
+        c = r / rkk
+        s = x[k] / rkk
+        R[k, k] = r
+        for i in range(k + 1, d):
+            R[k, i] = (R[k, i] + sign * s * x[i]) / c
+            x[i] = c * x[i] - s * R[k, i]
+    return True

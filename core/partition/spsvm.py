@@ -1,0 +1,213 @@
+"""Partition side of SpSVM-2 (Keerthi, Chapelle & DeCoste 2006, "Building SVMs with reduced
+classifier complexity"): the per-example state and the sums the driver's Newton steps and basis
+selection need.
+
+Per-example state, always a function of the driver's basis J and coefficients beta:
+
+    C[i, :d]   K'(x_i, x_J), K' = 1 + K (the bias trick, see ``core.spsvm``); the kernel
+               columns of the basis, computed once per basis function (section 3.3's cache
+               of the rows that matter: n x d_max floats per fit)
+    o_i        C[i, :d] beta, the outputs
+    factor_i   whether i is in the active set I the driver's factor of P was built with
+    z_i        C[i, :d] delta, the outputs of the current Newton direction (line search)
+    cand       K'(x_i, x_c) for the kappa candidates being scored
+
+With the residual r_i = 1 - y_i o_i, example i is active when r_i > 0 and the loss is
+1/2 sum_i w_i max(0, r_i)^2 (the L2-loss of eq. 4, with instance weights w_i).
+"""
+
+import numba
+import numpy as np
+
+from core.config import NJIT
+from core.kernels import KernelSpec, kernel_block
+from core.partition import partition_function
+from core.rows import take_rows
+
+BIAS_TERM = 1.0  # K' = K + 1: the kernel of the feature map (1, phi(x))
+
+
+def basis_kernel(X, Z, kernel, x_sq_norms=None):
+    """K'(x, z) = 1 + K(x, z) for the rows of X and Z (the kernel SpSVM expands in)."""
+    spec = kernel if isinstance(kernel, KernelSpec) else KernelSpec.from_dict(kernel)
+    K = kernel_block(X, Z, spec, x_sq_norms=x_sq_norms)
+    K += BIAS_TERM
+    return K
+
+
+def _directional_sums(data, o, values, coef, coef_prev):
+    """For each column c of the (n, k) ``values`` (a direction of the outputs): at o + coef_c values_c,
+    the loss, its first and second derivative in coef_c, and how many examples' activity differs
+    from that at o + coef_prev_c values_c."""
+    values = np.ascontiguousarray(values)
+    k = values.shape[1]
+    loss, slope, curvature, changes = np.zeros(k), np.zeros(k), np.zeros(k), np.zeros(k)
+    _directional_kernel(o, data.y, data.weight, values, np.asarray(coef, np.float64),
+                        np.asarray(coef_prev, np.float64), loss, slope, curvature, changes)
+    return loss, slope, curvature, changes
+
+
+@numba.njit(**NJIT)
+def _directional_kernel(o, y, w, values, coef, coef_prev, loss, slope, curvature, changes):
+    """One pass over the rows for ``_directional_sums`` (no (n, k) temporaries)."""
+    for i in range(values.shape[0]):
+        for c in range(values.shape[1]):
+            v = values[i, c]
+            r = 1.0 - y[i] * (o[i] + coef[c] * v)
+            active = r > 0.0
+            if active:
+                loss[c] += 0.5 * w[i] * r * r
+                slope[c] -= w[i] * y[i] * v * r
+                curvature[c] += w[i] * v * v
+            if active != (1.0 - y[i] * (o[i] + coef_prev[c] * v) > 0.0):
+                changes[c] += 1.0
+
+
+@partition_function
+def spsvm_start(data, state, request):
+    """Empty basis: o = 0, every example active (r = 1), room for ``capacity`` basis columns.
+
+    Answer: the partition's ``count``, a ``token`` naming it (its first id, -1 when empty) so the
+    driver can address examples by global position, and its ``loss`` at o = 0.
+    """
+    n = len(data)
+    state = {"C": np.zeros((n, request["capacity"]), order="F"), "d": 0, "o": np.zeros(n),
+             "factor": np.ones(n, bool), "z": np.zeros(n), "cand": np.zeros((n, 0))}
+    return state, {"count": n, "token": int(data.ids[0]) if n else -1, "loss": 0.5 * float(data.weight.sum())}
+
+
+def _local_positions(data, request):
+    """Local indices of the requested global positions this partition holds, and their global positions."""
+    tokens = np.asarray(request["tokens"])
+    if not len(data):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    offset = int(np.asarray(request["offsets"])[np.flatnonzero(tokens == data.ids[0])[0]])
+    positions = np.asarray(request["positions"], np.int64)
+    mine = positions[(positions >= offset) & (positions < offset + len(data))]
+    return mine - offset, mine
+
+
+def _rebuilt(data, state, request):
+    """``state``, or when the request has ``rebuild`` set (a lost task), the state rebuilt from the
+    driver's model, sent as flat keys (the wire format is flat): basis ``model_rows``,
+    ``model_beta`` (the outputs' coefficients), ``model_factor_beta`` (those at which the factor's
+    active set was taken), ``model_direction`` (the line search's, or None), ``model_capacity``."""
+    if not request.get("rebuild"):
+        return state
+    n, d, d_f = len(data), len(request["model_beta"]), len(request["model_factor_beta"])
+    C = np.zeros((n, request["model_capacity"]), order="F")
+    if d:
+        C[:, :d] = basis_kernel(data.rows, request["model_rows"], request["kernel"], x_sq_norms=data.sq_norms)
+    direction = request["model_direction"]
+    return {"C": C, "d": d, "o": C[:, :d] @ request["model_beta"],
+            "factor": 1.0 - data.y * (C[:, :d_f] @ request["model_factor_beta"]) > 0.0,
+            "z": np.zeros(n) if direction is None else C[:, :d] @ direction, "cand": np.zeros((n, 0))}
+
+
+@partition_function
+def spsvm_add_basis(data, state, request):
+    """Append the basis column of ``row`` with coefficient ``coef`` (o += coef c), then fetch rows.
+
+    Request: ``kernel``, ``row`` (a one-row block, or None to only fetch), ``coef``,
+    ``checkpoint`` (save o, I and d first, for ``spsvm_restore``), and ``positions`` (global positions of the next candidates) with ``offsets`` and ``tokens``.
+    Answer: the new column of sum_{i in I} w_i K'_iJ^T K'_ij (``gram_column``, over the factor's
+    active set I, before the append) and its diagonal ``gram_diagonal``; the ``loss`` after the
+    update; the fetched examples (``fetched_positions``, ``fetched_rows``).
+    """
+    state = _rebuilt(data, state, request)
+    answer = {}
+    if request["checkpoint"]:
+        state["saved"] = (state["o"].copy(), state["factor"].copy(), state["d"])
+    if request["row"] is not None:
+        C, d, o = state["C"], state["d"], state["o"]
+        if d >= C.shape[1]:
+            raise ValueError(f"the partition holds room for {C.shape[1]} basis columns only")
+        c = basis_kernel(data.rows, request["row"], request["kernel"], x_sq_norms=data.sq_norms)[:, 0]
+        weighted = np.where(state["factor"], data.weight * c, 0.0)
+        answer["gram_column"] = C[:, :d].T @ weighted
+        answer["gram_diagonal"] = float(weighted @ c)
+        C[:, d] = c
+        state["d"] = d + 1
+        o += request["coef"] * c
+    residual = np.maximum(1.0 - data.y * state["o"], 0.0)
+    answer["loss"] = 0.5 * float(data.weight @ (residual * residual))
+    local, positions = _local_positions(data, request)
+    answer.update(fetched_positions=positions, fetched_ids=data.ids[local], fetched_rows=take_rows(data.rows, local))
+    return state, answer
+
+
+@partition_function
+def spsvm_restore(data, state, request):
+    """Return to the state saved by the last ``spsvm_add_basis`` with ``checkpoint`` (Method 1's trials);
+    a task that lost it rebuilds that state from the model the request always carries (``_rebuilt``)."""
+    if "saved" not in state:
+        return _rebuilt(data, state, request), {}
+    state["o"], state["factor"], state["d"] = state.pop("saved")
+    return state, {}
+
+
+@partition_function
+def spsvm_score(data, state, request):
+    """Method 2's one-dimensional problems: the loss of o + b_c K'(., x_c) for each candidate c.
+
+    Request: ``kernel``, ``rows`` (the candidates' block, sent in the first round of a stage,
+    None afterwards), ``coef`` (b_c) and ``coef_prev`` (the b_c of the previous round).
+    Answer per candidate: ``loss``, ``slope`` and ``curvature`` (first and second derivative in
+    b_c) of the loss at b_c, and ``changes``: how many examples' activity differs between b_c and
+    the previous b_c (none: the Newton step to b_c was exact).
+    """
+    state = _rebuilt(data, state, request)
+    if request["rows"] is not None:
+        state["cand"] = basis_kernel(data.rows, request["rows"], request["kernel"], x_sq_norms=data.sq_norms)
+    loss, slope, curvature, changes = _directional_sums(data, state["o"], state["cand"], request["coef"],
+                                                        request["coef_prev"])
+    return state, {"loss": loss, "slope": slope, "curvature": curvature, "changes": changes}
+
+
+@partition_function
+def spsvm_line(data, state, request):
+    """The loss along the Newton direction: o + t z, z = C delta.
+
+    Request: ``direction`` (delta, sent in the first round of a line search, None afterwards),
+    ``step`` (t) and ``step_prev``.  Answer: ``loss``, ``slope``, ``curvature`` in t and
+    ``changes`` (examples whose activity differs between t and the previous t).
+    """
+    state = _rebuilt(data, state, request)
+    if request["direction"] is not None:
+        state["z"] = state["C"][:, :state["d"]] @ request["direction"]
+    loss, slope, curvature, changes = _directional_sums(data, state["o"], state["z"][:, None], [request["step"]],
+                                                        [request["step_prev"]])
+    return state, {"loss": float(loss[0]), "slope": float(slope[0]), "curvature": float(curvature[0]),
+                   "changes": int(changes[0])}
+
+
+@partition_function
+def spsvm_gradient(data, state, request):
+    """Take the step o += t z, then report the gradient sums and the active set's changes.
+
+    Request: ``step`` (t; 0 for none).  The new active set I' = {r_i > 0} replaces the factor's
+    I.  Answer: ``residual_sum`` = sum_{i in I'} w_i (y_i - o_i) K'_iJ (the loss part of the
+    gradient of eq. 6 is its negative), the ``loss``, and how P changes from I to I': when at
+    most d examples changed, their rows sqrt(w_i) K'_iJ (``entering``, ``leaving``), else the
+    dense change of K_JI W K_JI^T (``gram_change``, None otherwise).
+    """
+    state = _rebuilt(data, state, request)
+    C, d, o, y = state["C"], state["d"], state["o"], data.y
+    if request["step"]:
+        o += request["step"] * state["z"]
+    residual = 1.0 - y * o
+    active = residual > 0.0
+    w = np.where(active, data.weight, 0.0)
+    answer = {"residual_sum": C[:, :d].T @ (w * (y - o)), "loss": 0.5 * float(w @ (residual * residual))}
+    entering = np.flatnonzero(active & ~state["factor"])
+    leaving = np.flatnonzero(state["factor"] & ~active)
+    scale = np.sqrt(data.weight)
+    rows_in = C[entering, :d] * scale[entering, None]
+    rows_out = C[leaving, :d] * scale[leaving, None]
+    if entering.size + leaving.size <= d:
+        answer.update(entering=rows_in, leaving=rows_out, gram_change=None)
+    else:
+        answer.update(entering=np.zeros((0, d)), leaving=np.zeros((0, d)),
+                      gram_change=rows_in.T @ rows_in - rows_out.T @ rows_out)
+    state["factor"] = active
+    return state, answer

@@ -1,0 +1,472 @@
+"""SpSVM-2: a sparse kernel SVM grown one basis function at a time (Keerthi, Chapelle & DeCoste,
+"Building support vector machines with reduced classifier complexity", JMLR 2006).
+
+    min_beta  f(beta) = lambda/2 beta^T K'_JJ beta + 1/2 sum_i w_i max(0, 1 - y_i o_i)^2,
+              o_i = K'_iJ beta                                                       (eq. 4)
+
+over a basis J of training examples that grows greedily from empty to ``max_basis``.
+
+Each stage (one new basis function):
+  1. kappa candidates are drawn from a seeded stream: the draw of stage d depends only on the
+     seed and d (section 4), so fits with other lambda or gamma see the same candidates; those
+     already in J (or duplicating a basis point) are dropped.
+  2. Method 2 (section 3.2) scores each candidate j by the exact minimum over b of eq. 7 with
+     beta_J fixed, h_j(b) = f(beta_J, b): a piecewise quadratic in b, minimised by safeguarded
+     Newton steps whose rounds cost O(n kappa) on the partitions.  Method 1 (section 3.1,
+     ``selection="method1"``) instead adds each candidate, runs the Newton method below to the
+     optimum and takes it out again: kappa full solves per stage, for small data.
+  3. The best candidate joins J with its b; the partitions append its kernel column, and the
+     driver appends the new row and column of P = lambda K'_JJ + K'_JI W K'_JI^T to P's Cholesky
+     factor (O(d^2), ``core.cholesky``).
+  4. On the stages of section 6.1's schedule, |J| = floor(2^(p/4)) for some integer p
+     (``retrain="schedule"``, the default), or on every stage (``retrain="always"``), and always
+     on the last one, beta is re-optimised by Newton's method (section 2.1, eq. 6):
+         beta <- beta + t delta,  delta = -P^-1 g,  g = lambda K'_JJ beta - K'_JI W (y_I - o_I),
+     t from an exact line search on the piecewise quadratic f(beta + t delta).  When the active
+     set I = {i : y_i o_i < 1} changes, P changes by +-w_i k_i k_i^T for the examples that
+     entered or left: rank-one updates and downdates of the factor when they are few (at most
+     d / 8, where they cost less than a refactorisation), else a refactorisation of the
+     updated P.  Newton ends exactly when a full step leaves I unchanged (finite termination:
+     the loss is quadratic on each I).
+The fit stops at ``max_basis`` functions or, at a re-optimisation, when f fell by less than ``tol``
+relative per basis function added since the previous one.
+
+Bias: the 1 + K trick.  The expansion is in K' = 1 + K, the kernel of the feature map
+(1, phi(x)), so the bias sum_j beta_j is an ordinary coordinate of w and is regularised with it
+(lambda/2 b^2 extra, negligible for the lambda that generalise well).  We use it, as the paper
+does in all its experiments, because it keeps the whole method one problem in beta: P stays
+positive definite (an unregularised bias adds a row and column to P without the lambda K_JJ
+term, singular while I is empty or one-sided), the Method 2 score stays a one-dimensional
+problem (an unregularised bias would have to be re-fitted with every candidate), and the
+partitions need no second kind of column.
+
+Cost per stage: the partitions compute kappa + 1 kernel columns and O(n (d + kappa)) sums per
+round; the driver does O(d^2 + kappa d) work (factor append, solves, rank-one changes, the
+candidates' kernel rows against J) and holds O(d_max^2) floats.
+
+The model's ``metadata["path"]`` records, for every basis size d = 1..|J|, the objective, whether
+beta was re-optimised at that stage, the elapsed seconds and (``path_coef``) beta at that stage,
+so that ``truncate(model, d)`` gives the stage-d model without retraining and d can be chosen by
+validation (section 4).
+"""
+
+import logging
+import time
+
+import numpy as np
+
+from core.cholesky import CholeskyFactor
+from core.kernels import KernelSpec, kernel_diag
+from core.model import KernelExpansion
+from core.partition.spsvm import BIAS_TERM, basis_kernel
+from core.rows import n_rows, stack_rows, take_rows
+
+log = logging.getLogger("spark_bsvm")
+
+SELECTIONS = ("method2", "method1")
+RETRAINS = ("schedule", "always")
+_REFACTOR_SHARE = 8  # more than d / 8 rank-one changes cost more than a LAPACK refactorisation
+_MAX_ONE_D_ROUNDS = 50  # safeguarded Newton rounds of a line search or candidate score
+_MAX_FAILED_DRAWS = 100  # consecutive draws with only duplicate candidates before giving up
+_DUPLICATE_RTOL = 1e-12  # ||phi'(x_c) - phi'(x_j)||^2 below this share of K'_cc + K'_jj: a duplicate
+
+
+def retrain_sizes(max_basis):
+    """The basis sizes floor(2^(p/4)), p = 1, 2, ..., up to ``max_basis`` (section 6.1), sorted."""
+    sizes, p = set(), 1
+    while int(np.floor(2.0 ** (p / 4.0))) <= max_basis:
+        sizes.add(int(np.floor(2.0 ** (p / 4.0))))
+        p += 1
+    return sorted(sizes)
+
+
+def candidate_positions(n, draw, kappa, seed, taken):
+    """Global positions of the candidates of draw number ``draw``.
+
+    kappa positions drawn without replacement by a generator seeded with (seed, draw) only,
+    minus those in ``taken``; when all of them are taken, kappa of the untaken positions
+    (O(n), only near J = everything), or none when every position is taken.
+    """
+    rng = np.random.default_rng([seed, draw])
+    drawn = rng.choice(n, size=min(n, kappa), replace=False)
+    free = [int(p) for p in drawn if int(p) not in taken]
+    if free:
+        return np.array(sorted(free), np.int64)
+    rest = np.setdiff1d(np.arange(n), np.fromiter(taken, np.int64, len(taken)))
+    return np.sort(rng.choice(rest, size=min(kappa, rest.size), replace=False)) if rest.size else rest
+
+
+class _OneDimNewton:
+    """Minimises k convex, piecewise-quadratic, C^1 functions of one variable side by side.
+
+    Newton steps safeguarded by bisection on a bracket of the minimiser (the derivative is
+    nondecreasing).  A Newton step from x lands on the exact minimiser when the active set at the
+    new point is the one at x (the function is the same quadratic there), which the partitions
+    report as zero ``changes``: so the search ends exactly, usually after 1-3 steps.
+    """
+
+    def __init__(self, x):
+        self.x = np.array(x, dtype=np.float64)
+        self.prev = self.x.copy()
+        self.lo = np.full(self.x.shape, -np.inf)
+        self.hi = np.full(self.x.shape, np.inf)
+        self.exact_step = np.zeros(self.x.shape, bool)
+        self.done = np.zeros(self.x.shape, bool)
+
+    def step(self, slope, curvature, changes):
+        """Take the values at ``x``; move the unfinished ones to their next point."""
+        self.done |= (self.exact_step & (changes == 0)) | (slope == 0.0)
+        self.lo = np.where(slope < 0, self.x, self.lo)
+        self.hi = np.where(slope > 0, self.x, self.hi)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            newton = self.x - slope / curvature
+            inside = (newton > self.lo) & (newton < self.hi)
+            nxt = np.where(inside, newton, 0.5 * (self.lo + self.hi))
+        nxt = np.where(np.isfinite(nxt), nxt, self.x)  # no bracket and no curvature: stay
+        self.prev = self.x
+        self.x = np.where(self.done, self.x, nxt)
+        self.exact_step = inside
+
+
+class _Fit:
+    """The driver's side of one fit: basis, coefficients, K'_JJ, P and its factor."""
+
+    def __init__(self, engine, kernel, lam, capacity, newton_tol, max_newton):
+        self.engine, self.kernel, self.lam = engine, kernel, lam
+        self.spec = kernel.to_dict()
+        self.newton_tol, self.max_newton = newton_tol, max_newton
+        self.beta = np.zeros(capacity)
+        self.K = np.zeros((capacity, capacity))  # K'_JJ
+        self.P = np.zeros((capacity, capacity))
+        self.factor = CholeskyFactor(capacity)
+        self.rows = None  # basis rows, a block
+        self.ids, self.positions = [], []
+        self.d = 0
+        self.capacity = capacity
+        self.factor_beta = np.zeros(0)  # beta when the factor's active set was taken
+        self.newton_iterations = 0
+        self.rank_one_changes = 0
+        self.refactorisations = 0
+        request = {"capacity": capacity}
+        answers = engine.run("spsvm_start", request, rebuild=lambda: request)
+        counts = np.array([a["count"] for a in answers], np.int64)
+        self.tokens = np.array([a["token"] for a in answers], np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        self.loss = sum(a["loss"] for a in answers)
+
+    @property
+    def objective(self):
+        beta = self.beta[:self.d]
+        return 0.5 * self.lam * beta @ self.K[:self.d, :self.d] @ beta + self.loss
+
+    # ---- adding a basis function ------------------------------------------------------------
+
+    def add(self, row, ident, position, coef, next_positions, checkpoint=False):
+        """Append the basis function of ``row`` with coefficient ``coef``; fetch the next candidates."""
+        answers = self._run("spsvm_add_basis", dict(self._address(next_positions), kernel=self.spec, row=row,
+                                                    coef=float(coef), checkpoint=checkpoint))
+        d = self.d
+        k_new = basis_kernel(self.rows, row, self.kernel)[:, 0] if d else np.zeros(0)
+        k_diag = float(kernel_diag(row, self.kernel)[0]) + BIAS_TERM
+        column = self.lam * k_new + sum(a["gram_column"] for a in answers)
+        diagonal = self.lam * k_diag + sum(a["gram_diagonal"] for a in answers)
+        self.K[:d, d] = self.K[d, :d] = k_new
+        self.K[d, d] = k_diag
+        self.P[:d, d] = self.P[d, :d] = column
+        self.P[d, d] = diagonal
+        if not self.factor.append(column, diagonal):
+            raise ValueError(
+                f"P = lambda K_JJ + K_JI K_JI^T is numerically singular with {d + 1} basis functions "
+                f"(lambda={self.lam}): the new basis function is almost a combination of the others. "
+                "Raise lam, lower max_basis, remove near-duplicate rows, or use a kernel of higher rank "
+                "(a larger rbf gamma; a linear kernel spans at most n_features + 1 functions)")
+        self.beta[d] = coef
+        self.rows = row if self.rows is None else stack_rows([self.rows, row])
+        self.ids.append(int(ident))
+        self.positions.append(int(position))
+        self.d = d + 1
+        self.loss = sum(a["loss"] for a in answers)
+        return self._fetched(answers)
+
+    def fetch(self, positions):
+        """Rows and ids of the examples at ``positions`` (no basis change)."""
+        answers = self._run("spsvm_add_basis", dict(self._address(positions), kernel=self.spec, row=None,
+                                                    coef=0.0, checkpoint=False))
+        return self._fetched(answers)
+
+    def _run(self, name, request, direction=None, **resend):
+        """One round; a lost task gets ``request`` with ``resend`` and the model to rebuild from."""
+        return self.engine.run(name, request, rebuild=lambda: dict(request, **resend, **self._model(direction),
+                                                                   rebuild=True))
+
+    def _model(self, direction=None):
+        """What the partitions' state is a function of (see ``core.partition.spsvm._rebuilt``)."""
+        return {"kernel": self.spec, "model_capacity": self.capacity, "model_rows": self.rows, "model_beta": self.beta[:self.d].copy(),
+                "model_factor_beta": self.factor_beta, "model_direction": direction}
+
+    def _address(self, positions):
+        return {"positions": np.asarray(positions, np.int64), "offsets": self.offsets, "tokens": self.tokens}
+
+    @staticmethod
+    def _fetched(answers):
+        positions = np.concatenate([a["fetched_positions"] for a in answers])
+        ids = np.concatenate([a["fetched_ids"] for a in answers])
+        rows = stack_rows([a["fetched_rows"] for a in answers])
+        order = np.argsort(positions, kind="stable")
+        return positions[order], ids[order], take_rows(rows, order)
+
+    # ---- Method 2 scores ----------------------------------------------------------------
+
+    def score(self, rows):
+        """(decrease of f, best b) of each candidate by eq. 7's 1-D minimisation; -inf for duplicates."""
+        d, k = self.d, n_rows(rows)
+        k_cand = basis_kernel(rows, self.rows, self.kernel) if d else np.zeros((k, 0))
+        k_diag = kernel_diag(rows, self.kernel) + BIAS_TERM
+        reg_slope = self.lam * (k_cand @ self.beta[:d])  # lambda K'_jJ beta
+        search = _OneDimNewton(np.zeros(k))
+        send = rows
+        for _ in range(_MAX_ONE_D_ROUNDS):
+            answers = self._run("spsvm_score", {"kernel": self.spec, "rows": send, "coef": search.x,
+                                                "coef_prev": search.prev}, rows=rows)
+            send = None
+            loss = sum(a["loss"] for a in answers)
+            slope = reg_slope + self.lam * k_diag * search.x + sum(a["slope"] for a in answers)
+            curvature = self.lam * k_diag + sum(a["curvature"] for a in answers)
+            b = search.x.copy()
+            search.step(slope, curvature, sum(a["changes"] for a in answers))
+            if search.done.all():
+                break
+        decrease = self.loss - (loss + b * reg_slope + 0.5 * self.lam * k_diag * b * b)
+        if d:  # ||phi'(c) - phi'(j)||^2 = K'_cc + K'_jj - 2 K'_cj
+            dist = k_diag[:, None] + np.diag(self.K)[None, :d] - 2.0 * k_cand
+            duplicate = (dist <= _DUPLICATE_RTOL * (k_diag[:, None] + np.diag(self.K)[None, :d])).any(axis=1)
+            decrease[duplicate] = -np.inf
+        return decrease, b
+
+    # ---- Newton's method on the current basis ------------------------------------------------
+
+    def newton(self):
+        """Minimise f over beta_J exactly (section 2.1); leaves o and the factor's I at the optimum.
+
+        beta takes each step only once the partitions have (in the next gradient round), so that
+        beta always describes their outputs: a lost task rebuilds from it.
+        """
+        step, delta, converged = 0.0, None, False
+        previous = np.inf
+        d = self.d
+        for iteration in range(self.max_newton + 1):
+            answers = self._run("spsvm_gradient", {"step": step}, direction=delta)
+            if delta is not None:
+                self.beta[:d] += step * delta
+            self.factor_beta = self.beta[:d].copy()
+            self._change_active_set(answers)
+            self.loss = sum(a["loss"] for a in answers)
+            if converged:
+                return
+            reg = self.lam * (self.K[:d, :d] @ self.beta[:d])
+            residual_sum = sum(a["residual_sum"] for a in answers)
+            g = reg - residual_sum
+            scale = np.abs(reg).max() + np.abs(residual_sum).max() + np.finfo(float).tiny
+            f = self.objective
+            if np.abs(g).max() <= self.newton_tol * scale or f >= previous:
+                return
+            if iteration == self.max_newton:
+                log.warning("SpSVM: Newton stopped after %d iterations at |J| = %d without an exact optimum",
+                            self.max_newton, d)
+                return
+            previous = f
+            delta = -self.factor.solve(g)
+            step, converged = self._line_search(delta, g)
+            self.newton_iterations += 1
+
+    def _line_search(self, delta, g):
+        """Exact minimiser t of f(beta + t delta); also whether t = the first (Newton) point was exact."""
+        d = self.d
+        K = self.K[:d, :d]
+        k_delta = K @ delta
+        reg_slope0 = self.lam * (self.beta[:d] @ k_delta)
+        reg_curv = self.lam * (delta @ k_delta)
+        search = _OneDimNewton([0.0])
+        search.step(np.array([g @ delta]), np.array([delta @ self.P[:d, :d] @ delta]), np.ones(1))
+        send = delta
+        for rounds in range(1, _MAX_ONE_D_ROUNDS + 1):
+            answers = self._run("spsvm_line", {"direction": send, "step": float(search.x[0]),
+                                               "step_prev": float(search.prev[0])}, direction=delta)
+            send = None
+            t = float(search.x[0])
+            slope = reg_slope0 + t * reg_curv + sum(a["slope"] for a in answers)
+            curvature = reg_curv + sum(a["curvature"] for a in answers)
+            search.step(np.array([slope]), np.array([curvature]), np.array([sum(a["changes"] for a in answers)]))
+            if search.done[0]:
+                return t, rounds == 1
+        return float(search.x[0]), False
+
+    def _change_active_set(self, answers):
+        """Bring P and its factor from the old active set I to the new one (see the module doc)."""
+        d = self.d
+        dense = [a["gram_change"] for a in answers if a["gram_change"] is not None]
+        entering = [r for a in answers for r in a["entering"]]
+        leaving = [r for a in answers for r in a["leaving"]]
+        if not (dense or entering or leaving):
+            return
+        P = self.P[:d, :d]
+        for change in dense:
+            P += change
+        for r in entering:
+            P += np.outer(r, r)
+        for r in leaving:
+            P -= np.outer(r, r)
+        if not dense and _REFACTOR_SHARE * (len(entering) + len(leaving)) <= d:
+            for r in entering:
+                self.factor.update(r)
+            if all(self.factor.downdate(r) for r in leaving):
+                self.rank_one_changes += len(entering) + len(leaving)
+                return
+        self.refactorisations += 1
+        if not self.factor.refactor(P):
+            raise ValueError(f"P = lambda K_JJ + K_JI K_JI^T is not numerically positive definite with {d} "
+                             f"basis functions (lambda={self.lam}): raise lam or lower max_basis")
+
+    # ---- Method 1 trials --------------------------------------------------------------------
+
+    def trial_objective(self, row, coef):
+        """f after adding ``row`` (starting from ``coef``) and re-optimising; the fit is left unchanged."""
+        saved = (self.beta.copy(), self.factor.R[:self.d, :self.d].copy(), self.P[:self.d, :self.d].copy(),
+                 self.rows, list(self.ids), list(self.positions), self.d, self.loss, self.factor_beta)
+        try:
+            self.add(row, -1, -1, coef, [], checkpoint=True)
+            self.newton()
+            return self.objective
+        finally:
+            (self.beta, R, P, self.rows, self.ids, self.positions, self.d, self.loss,
+             self.factor_beta) = saved
+            self.factor.R[:self.d, :self.d] = R
+            self.factor.size = self.d
+            self.P[:self.d, :self.d] = P
+            request = dict(self._model(), rebuild=True)
+            self.engine.run("spsvm_restore", request, rebuild=lambda: request)
+
+
+def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="method2", retrain="schedule",
+              tol=1e-6, newton_tol=1e-10, max_newton=50, keep_path_coef=True):
+    """Train SpSVM-2 on ``engine``: a kernel expansion over at most ``max_basis`` training examples.
+
+    ``lam``: lambda of eq. 4 (> 0); ``kernel``: a KernelSpec (the model expands in 1 + kernel, see
+    the module doc); ``kappa``: candidates scored per stage; ``seed``: the candidate stream
+    (the same seed gives the same candidates at each stage for any lam and kernel);
+    ``selection``: "method2" (the paper's SpSVM-2) or "method1" (full Newton per candidate: kappa
+    times slower, for small data); ``retrain``: "schedule" (section 6.1) or "always";
+    ``tol``: stop (at a re-optimisation) when the objective fell by less than this share of it per
+    basis function since the previous re-optimisation (0: never);
+    ``newton_tol``: Newton also stops when max|g| falls below this share of its two terms;
+    ``max_newton``: Newton iterations per retraining; ``keep_path_coef``: store beta of every
+    stage in the metadata (d_max^2 / 2 floats) for ``truncate``.
+    """
+    if not isinstance(kernel, KernelSpec):
+        raise ValueError("kernel must be a KernelSpec, e.g. KernelSpec('rbf', gamma=1.0)")
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"lam must be a positive finite number, got {lam!r}")
+    if int(max_basis) != max_basis or max_basis < 1:
+        raise ValueError(f"max_basis must be an integer >= 1, got {max_basis!r}")
+    if int(kappa) != kappa or kappa < 1:
+        raise ValueError(f"kappa must be an integer >= 1, got {kappa!r}")
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
+    if retrain not in RETRAINS:
+        raise ValueError(f"retrain must be one of {RETRAINS}, got {retrain!r}")
+    if not tol >= 0 or not newton_tol >= 0:
+        raise ValueError(f"tol and newton_tol must be >= 0, got {tol!r} and {newton_tol!r}")
+    n = engine.n_examples
+    max_basis, kappa = min(int(max_basis), n), int(kappa)
+    schedule = set(range(1, max_basis + 1)) if retrain == "always" else set(retrain_sizes(max_basis))
+    fit = _Fit(engine, kernel, float(lam), max_basis, newton_tol, max_newton)
+    start = time.perf_counter()
+    path = {"size": [], "objective": [], "retrained": [], "seconds": [], "coef": []}
+    taken, draw, failures = set(), 0, 0
+    checked = (0, fit.objective)  # basis size and objective at the last re-optimisation
+    positions, ids, rows = fit.fetch(candidate_positions(n, draw, kappa, seed, taken))
+    stop_reason = "max_basis"
+    while fit.d < max_basis:
+        decrease, coef = fit.score(rows) if len(positions) else (np.zeros(0), np.zeros(0))
+        if selection == "method1":
+            before = fit.objective
+            decrease = np.array([before - fit.trial_objective(take_rows(rows, [c]), coef[c])
+                                 if np.isfinite(decrease[c]) else -np.inf for c in range(len(positions))])
+        draw += 1
+        if not decrease.size or not np.isfinite(decrease.max()):
+            failures += 1
+            if not decrease.size or failures >= _MAX_FAILED_DRAWS:
+                stop_reason = "no candidates left" if not decrease.size else "only duplicate candidates"
+                break
+            positions, ids, rows = fit.fetch(candidate_positions(n, draw, kappa, seed, taken))
+            continue
+        failures = 0
+        best = int(np.argmax(decrease))
+        taken.add(int(positions[best]))
+        last = fit.d + 1 == max_basis
+        next_positions = candidate_positions(n, draw, kappa, seed, taken) if not last else []
+        chosen = take_rows(rows, [best])
+        chosen_id, chosen_position, chosen_coef = ids[best], positions[best], coef[best]
+        positions, ids, rows = fit.add(chosen, chosen_id, chosen_position, chosen_coef, next_positions)
+        retrained = fit.d in schedule or last
+        if retrained:
+            fit.newton()
+        after = fit.objective
+        stop = False
+        if retrained:  # relative decrease per basis function since the last re-optimisation
+            stop = tol > 0 and checked[1] - after < tol * abs(after) * (fit.d - checked[0]) and not last
+            checked = (fit.d, after)
+        _record(path, fit, retrained, start, keep_path_coef)
+        log.info("SpSVM stage %d: objective %.8g%s", fit.d, after, " (retrained)" if retrained else "")
+        if stop:
+            stop_reason = "tol"
+            break
+    if path["retrained"] and not path["retrained"][-1]:  # stopped for want of candidates
+        fit.newton()  # the model returned is always optimal for its basis
+        _record(path, fit, True, start, keep_path_coef, replace_last=True)
+    beta = fit.beta[:fit.d].copy()
+    params = {"max_basis": max_basis, "lam": float(lam), "kappa": kappa, "seed": seed, "selection": selection,
+              "retrain": retrain, "tol": tol, "newton_tol": newton_tol, "kernel": kernel.to_dict()}
+    meta = {"method": "spsvm", "params": params, "objective": fit.objective, "n_basis": fit.d,
+            "stop_reason": stop_reason, "newton_iterations": fit.newton_iterations,
+            "rank_one_changes": fit.rank_one_changes, "refactorisations": fit.refactorisations,
+            "n_train": n, "path": path, "bias_trick": "1+K"}
+    rows = fit.rows if fit.rows is not None else np.zeros((0, engine.n_features))
+    return KernelExpansion(rows, beta, float(beta.sum()) * BIAS_TERM, kernel, list(engine.classes),
+                           engine.n_features, meta, np.array(fit.ids, np.int64))
+
+
+def _record(path, fit, retrained, start, keep_coef, replace_last=False):
+    """Append (or replace the last) stage of the path: size, objective, retrained, seconds, beta."""
+    if replace_last:
+        for key in ("size", "objective", "retrained", "seconds"):
+            path[key].pop()
+        del path["coef"][len(path["coef"]) - (fit.d if keep_coef else 0):]
+    path["size"].append(fit.d)
+    path["objective"].append(float(fit.objective))
+    path["retrained"].append(bool(retrained))
+    path["seconds"].append(time.perf_counter() - start)
+    if keep_coef:
+        path["coef"].extend(fit.beta[:fit.d].tolist())
+
+
+def truncate(model, d):
+    """The stage-d model of a SpSVM fit: its first d basis functions with beta as it was at stage d.
+
+    Needs ``keep_path_coef=True`` at training.  beta at a stage that was not retrained (see
+    ``metadata["path"]["retrained"]``) is the greedy one, not re-optimised.
+    """
+    path = model.metadata.get("path") if isinstance(model.metadata, dict) else None
+    if not path or not path.get("coef"):
+        raise ValueError("this model has no stored path coefficients: train it with fit_spsvm(..., "
+                         "keep_path_coef=True)")
+    if int(d) != d or not 1 <= d <= model.n_support:
+        raise ValueError(f"d must be an integer between 1 and the model's {model.n_support} basis functions, "
+                         f"got {d!r}")
+    d = int(d)
+    coef = np.array(path["coef"][d * (d - 1) // 2: d * (d + 1) // 2])
+    keep = np.arange(d)
+    meta = dict(model.metadata, truncated_to=d, objective=path["objective"][d - 1], n_basis=d)
+    ids = None if model.support_ids is None else model.support_ids[:d]
+    return KernelExpansion(take_rows(model.support_vectors, keep), coef, float(coef.sum()) * BIAS_TERM,
+                           model.kernel, list(model.classes), model.n_features, meta, ids)

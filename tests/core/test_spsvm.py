@@ -1,0 +1,190 @@
+"""SpSVM-2: the full-basis optimum, Method 2's scores, the retrain schedule, the path, bad input."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+from core.engine import LocalEngine
+from core.kernels import KernelSpec, kernel_block
+from core.spsvm import _Fit, candidate_positions, fit_spsvm, retrain_sizes, truncate
+from core.synthetic import make_rings
+from tests.naive import naive_l2svm_optimum
+
+KERNEL = KernelSpec("rbf", gamma=0.5)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_rings(100, 4, seed=3)
+
+
+def _dense_objective(model, X, y, lam, weights=None):
+    """f(beta) of eq. 4 recomputed from a model: K' = 1 + K over its basis rows."""
+    weights = np.ones(len(y)) if weights is None else weights
+    Kb = kernel_block(model.support_vectors, model.support_vectors, model.kernel) + 1.0
+    margin = np.maximum(1.0 - y * model.decision_function(X), 0.0)
+    return 0.5 * lam * model.coef @ Kb @ model.coef + 0.5 * weights @ margin**2
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_all_points_as_basis_give_the_l2svm_optimum(weighted):
+    X, y = make_rings(60, 4, seed=5)
+    weights = np.random.default_rng(1).uniform(0.5, 2.0, len(y)) if weighted else None
+    model = fit_spsvm(LocalEngine(X, y, weights), max_basis=len(y), lam=0.1, kernel=KERNEL, retrain="always", tol=0)
+    assert model.n_support == len(y) and model.metadata["stop_reason"] == "max_basis"
+    K = kernel_block(X, X, KERNEL) + 1.0  # the 1 + K trick: the bias is a regularised coordinate
+    optimum = naive_l2svm_optimum(K, y, 0.1, weights)
+    assert model.metadata["objective"] == pytest.approx(optimum, rel=1e-6)
+    assert _dense_objective(model, X, y, 0.1, weights) == pytest.approx(optimum, rel=1e-6)
+    assert model.bias == pytest.approx(model.coef.sum())
+    assert model.metadata["rank_one_changes"] > 0  # the active set changed through the factor updates
+
+
+def test_method2_scores_are_the_exact_one_dimensional_minima(data):
+    X, y = data
+    lam = 0.3
+    fit = _Fit(LocalEngine(X, y, n_partitions=2), KERNEL, lam, capacity=10, newton_tol=1e-10, max_newton=50)
+    for position in (5, 17, 40):
+        fit.add(X[[position]], position, position, 0.0, [])
+    fit.newton()
+    candidates = X[[2, 33, 61, 90]]
+    decrease, best = fit.score(candidates)
+    basis = X[[5, 17, 40]]
+    beta = fit.beta[:3]
+    o = (kernel_block(X, basis, KERNEL) + 1.0) @ beta
+    K_jj = kernel_block(basis, basis, KERNEL) + 1.0
+    f0 = 0.5 * lam * beta @ K_jj @ beta + 0.5 * np.sum(np.maximum(1 - y * o, 0) ** 2)
+    for c, row in enumerate(candidates):
+        col = kernel_block(X, row[None], KERNEL)[:, 0] + 1.0
+        k_jJ = kernel_block(row[None], basis, KERNEL)[0] + 1.0
+
+        def h(b):  # eq. 7 with beta_J fixed
+            return (0.5 * lam * (beta @ K_jj @ beta + 2 * b * (k_jJ @ beta) + 2.0 * b * b)
+                    + 0.5 * np.sum(np.maximum(1 - y * (o + b * col), 0) ** 2))
+
+        brute = minimize_scalar(h, bracket=(-1.0, 1.0), method="brent", options={"xtol": 1e-12})
+        assert best[c] == pytest.approx(brute.x, abs=1e-6)
+        assert decrease[c] == pytest.approx(f0 - brute.fun, rel=1e-9, abs=1e-9)
+        assert decrease[c] > 0
+
+
+def test_retrain_schedule_follows_section_6_1(data):
+    assert retrain_sizes(70) == [1, 2, 3, 4, 5, 6, 8, 9, 11, 13, 16, 19, 22, 26, 32, 38, 45, 53, 64]
+    X, y = data
+    model = fit_spsvm(LocalEngine(X, y), max_basis=30, lam=0.1, kernel=KERNEL, tol=0)
+    path = model.metadata["path"]
+    assert path["size"] == list(range(1, 31))
+    expected = [d in retrain_sizes(30) or d == 30 for d in range(1, 31)]
+    assert path["retrained"] == expected
+    assert all(a >= b for a, b in zip(path["objective"], path["objective"][1:]))  # f never rises
+    always = fit_spsvm(LocalEngine(X, y), max_basis=30, lam=0.1, kernel=KERNEL, retrain="always", tol=0)
+    assert all(always.metadata["path"]["retrained"])
+    assert always.metadata["newton_iterations"] > model.metadata["newton_iterations"]
+
+
+def test_the_path_gives_the_stage_models(data):
+    X, y = data
+    model = fit_spsvm(LocalEngine(X, y, n_partitions=2), max_basis=20, lam=0.1, kernel=KERNEL, tol=0)
+    path = model.metadata["path"]
+    for d in (1, 7, 13, 20):
+        stage = truncate(model, d)
+        assert stage.n_support == d
+        np.testing.assert_array_equal(stage.support_vectors, model.support_vectors[:d])
+        assert _dense_objective(stage, X, y, 0.1) == pytest.approx(path["objective"][d - 1], rel=1e-10)
+    np.testing.assert_allclose(truncate(model, 20).coef, model.coef)
+    with pytest.raises(ValueError, match="between 1 and the model's 20 basis functions"):
+        truncate(model, 21)
+    bare = fit_spsvm(LocalEngine(X, y), max_basis=3, lam=0.1, kernel=KERNEL, keep_path_coef=False)
+    with pytest.raises(ValueError, match="keep_path_coef=True"):
+        truncate(bare, 2)
+
+
+def test_candidates_depend_on_seed_and_stage_only():
+    first = candidate_positions(1000, 7, 10, 0, set())
+    assert len(first) == 10
+    np.testing.assert_array_equal(candidate_positions(1000, 7, 10, 0, set(first[:3].tolist())), first[3:])
+    assert not np.array_equal(first, candidate_positions(1000, 8, 10, 0, set()))
+    assert len(candidate_positions(5, 0, 10, 0, {0, 1, 2, 3, 4})) == 0
+
+
+def test_method1_is_at_least_as_greedy_as_method2(data):
+    X, y = data
+    common = dict(max_basis=5, lam=0.1, kernel=KERNEL, kappa=4, retrain="always", tol=0)
+    one = fit_spsvm(LocalEngine(X, y, n_partitions=2), selection="method1", **common)
+    two = fit_spsvm(LocalEngine(X, y, n_partitions=2), **common)
+    # the trials leave no trace: the reported objective is the model's
+    assert _dense_objective(one, X, y, 0.1) == pytest.approx(one.metadata["objective"], rel=1e-10)
+    # same candidates at the first stage, and Method 1 picks by the re-optimised objective
+    assert one.metadata["path"]["objective"][1] <= two.metadata["path"]["objective"][1] + 1e-9
+
+
+def test_tol_stops_early(data):
+    X, y = data
+    model = fit_spsvm(LocalEngine(X, y), max_basis=100, lam=10.0, kernel=KERNEL, tol=1e-2)
+    assert model.metadata["stop_reason"] == "tol" and model.n_support < 100
+    assert model.metadata["path"]["retrained"][-1]
+
+
+def test_an_ill_conditioned_basis_is_explained():
+    X, y = make_rings(60, 4, seed=0)
+    with pytest.raises(ValueError, match="numerically singular with 6 basis functions.*linear kernel spans"):
+        fit_spsvm(LocalEngine(X, y), max_basis=10, lam=1e-3, kernel=KernelSpec("linear"))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(lam=0.0), "lam must be a positive finite number"),
+    (dict(max_basis=0), "max_basis must be an integer >= 1"),
+    (dict(kappa=0), "kappa must be an integer >= 1"),
+    (dict(selection="best"), "selection must be one of"),
+    (dict(retrain="never"), "retrain must be one of"),
+    (dict(kernel={"name": "rbf"}), "kernel must be a KernelSpec"),
+])
+def test_bad_arguments_are_explained(data, kwargs, message):
+    X, y = data
+    args = dict(max_basis=5, lam=1.0, kernel=KERNEL)
+    with pytest.raises(ValueError, match=message):
+        fit_spsvm(LocalEngine(X, y), **dict(args, **kwargs))
+
+
+class _EngineLosingItsTasks(LocalEngine):
+    """A LocalEngine whose partitions all lose their state at round ``lost_at`` (as a retried Spark stage)."""
+
+    def __init__(self, *args, lost_at, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lost_at, self.rounds, self.lost_in = lost_at, 0, None
+
+    def run(self, function_name, request, rebuild=None):
+        self.rounds += 1
+        if self.rounds == self.lost_at:
+            self.states = [{} for _ in self.partitions]
+            self.lost_in = function_name
+            request = rebuild()
+        return super().run(function_name, request)
+
+
+@pytest.mark.parametrize("selection, lost_at, function", [
+    ("method2", 1, "spsvm_start"), ("method2", 12, "spsvm_line"), ("method2", 15, "spsvm_gradient"),
+    ("method2", 21, "spsvm_score"), ("method2", 24, "spsvm_add_basis"), ("method1", 13, "spsvm_restore"),
+    ("method1", 23, "spsvm_line")])
+def test_partitions_that_lose_their_state_rebuild_it_from_the_driver(data, selection, lost_at, function):
+    X, y = data
+    args = dict(max_basis=10 if selection == "method2" else 4, lam=0.1, kernel=KERNEL, kappa=4, selection=selection)
+    engine = _EngineLosingItsTasks(X, y, n_partitions=2, lost_at=lost_at)
+    disturbed = fit_spsvm(engine, **args)
+    assert engine.lost_in == function
+    undisturbed = fit_spsvm(LocalEngine(X, y, n_partitions=2), **args)
+    np.testing.assert_array_equal(disturbed.support_vectors, undisturbed.support_vectors)
+    np.testing.assert_allclose(disturbed.coef, undisturbed.coef, rtol=0, atol=1e-9)
+
+
+def test_duplicate_rows_never_join_the_basis_twice(monkeypatch):
+    import core.spsvm
+
+    monkeypatch.setattr(core.spsvm, "_MAX_FAILED_DRAWS", 3)
+    X, y = make_rings(20, 4, seed=8)
+    X2, y2 = np.vstack([X, X]), np.concatenate([y, y])
+    model = fit_spsvm(LocalEngine(X2, y2), max_basis=40, lam=0.1, kernel=KERNEL, tol=0)
+    assert model.n_support == 20 and model.metadata["stop_reason"] == "only duplicate candidates"
+    assert len(np.unique(model.support_vectors, axis=0)) == 20
+    assert model.metadata["path"]["retrained"][-1]  # the model returned is re-optimised
+    assert _dense_objective(model, X2, y2, 0.1) == pytest.approx(model.metadata["objective"], rel=1e-10)
