@@ -8,9 +8,9 @@ its recorded path gives the validation error at every size.  Each size's chosen 
 then run on all training rows with the full reference, and its model at that size is tested on
 ijcnn1.t.  Times are those of the final fits (the selection's total is printed too).
 
-Other methods are columns: add one entry to ``COLUMNS`` (a function of the data and the sizes that
-returns a ``Column``), e.g. ``"SpSVM": lambda data, sizes: timed(lambda: [fit_spsvm(LocalEngine(
-data.X, data.y), max_basis=s, lam=..., kernel=data.kernel) for s in sizes])``.
+Other methods are columns: one entry of ``COLUMNS`` (a function of the data and the sizes that
+returns a ``Column``).  SpSVM-2 is fitted once per size with the lambda and gamma that
+``bench.bench_spsvm --select`` chose on a validation split of ijcnn1's training rows.
 
     python -m bench.bench_slant [--sizes 50,100,200,300,500,1000] [--partitions 2]
 """
@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bench.bench_spsvm import DATASETS as SPSVM_DATASETS
 from bench.common import load_libsvm, print_table
 from core.engine import LocalEngine
 from core.kernels import KernelSpec, kernel_block
 from core.model import KernelExpansion
 from core.slant import fit_slant, slant_model_at, slant_path_coef
+from core.spsvm import fit_spsvm
 from core.svc import fit_csvc
 
 KERNEL = KernelSpec("rbf", gamma=1.0)
@@ -129,9 +131,20 @@ def slant_column(data, sizes, aggressive):
     return Column(models, seconds, notes)
 
 
+def spsvm_column(data, sizes):
+    """SpSVM-2 with d = each size, lambda and gamma as chosen for ijcnn1 in bench.bench_spsvm."""
+    lam, gamma = SPSVM_DATASETS["ijcnn1"][4]
+    engine = LocalEngine(data.X, data.y, n_partitions=data.partitions)
+    column = timed(lambda: [fit_spsvm(engine, max_basis=s, lam=lam, kernel=KernelSpec("rbf", gamma=gamma))
+                            for s in sizes])
+    column.notes = [f"lam={lam:g} gamma={gamma:g}" for _ in sizes]
+    return column
+
+
 COLUMNS = {
     "slant basic": lambda data, sizes: slant_column(data, sizes, aggressive=False),
     "slant aggressive": lambda data, sizes: slant_column(data, sizes, aggressive=True),
+    "SpSVM-2": spsvm_column,
 }
 
 
