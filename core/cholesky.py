@@ -81,9 +81,11 @@ class CholeskyFactor:
 
     def solve(self, b):
         """P^-1 b."""
-        R = self.upper
-        half = scipy.linalg.solve_triangular(R, b, trans="T", lower=False, check_finite=False)
-        return scipy.linalg.solve_triangular(R, half, lower=False, check_finite=False)
+        return scipy.linalg.solve_triangular(self.upper, self.half_solve(b), lower=False, check_finite=False)
+
+    def half_solve(self, b):
+        """R^-T b (a vector, or one column per right-hand side): ||R^-T b||^2 = b^T P^-1 b."""
+        return scipy.linalg.solve_triangular(self.upper, b, trans="T", lower=False, check_finite=False)
 
     def _vector(self, x):
         x = np.array(x, dtype=np.float64)  # a copy: the rotations overwrite it

@@ -67,8 +67,12 @@ SELECTIONS = ("method2", "method1")
 RETRAINS = ("schedule", "always")
 _REFACTOR_SHARE = 8  # more than d / 8 rank-one changes cost more than a LAPACK refactorisation
 _MAX_ONE_D_ROUNDS = 50  # safeguarded Newton rounds of a line search or candidate score
-_MAX_FAILED_DRAWS = 100  # consecutive draws with only duplicate candidates before giving up
-_DUPLICATE_RTOL = 1e-12  # ||phi'(x_c) - phi'(x_j)||^2 below this share of K'_cc + K'_jj: a duplicate
+_MAX_FAILED_DRAWS = 100  # consecutive draws with only candidates in the basis' span before giving up
+# a candidate c is (numerically) in the span of the basis when lambda times its squared distance from
+# that span in the feature space of K', s_c = K'_cc - K'_cJ K'_JJ^-1 K'_Jc, is below this share of its
+# diagonal of P: P's Schur complement for c is at least lambda s_c, so P stays safely factorable
+# (cholesky.PIVOT_RTOL is 1e-12); duplicates and near-duplicates of basis rows have s_c ~ 0
+_SPAN_RTOL = 1e-10
 
 
 def retrain_sizes(max_basis):
@@ -139,6 +143,7 @@ class _Fit:
         self.K = np.zeros((capacity, capacity))  # K'_JJ
         self.P = np.zeros((capacity, capacity))
         self.factor = CholeskyFactor(capacity)
+        self.span = CholeskyFactor(capacity)  # of K'_JJ, for the candidates' distance from span(J)
         self.rows = None  # basis rows, a block
         self.ids, self.positions = [], []
         self.d = 0
@@ -174,7 +179,7 @@ class _Fit:
         self.K[d, d] = k_diag
         self.P[:d, d] = self.P[d, :d] = column
         self.P[d, d] = diagonal
-        if not self.factor.append(column, diagonal):
+        if not (self.span.append(k_new, k_diag) and self.factor.append(column, diagonal)):
             raise ValueError(
                 f"P = lambda K_JJ + K_JI K_JI^T is numerically singular with {d + 1} basis functions "
                 f"(lambda={self.lam}): the new basis function is almost a combination of the others. "
@@ -218,7 +223,8 @@ class _Fit:
     # ---- Method 2 scores ----------------------------------------------------------------
 
     def score(self, rows):
-        """(decrease of f, best b) of each candidate by eq. 7's 1-D minimisation; -inf for duplicates."""
+        """(decrease of f, best b) of each candidate by eq. 7's 1-D minimisation; -inf for candidates in
+        the span of the basis (duplicates, near-duplicates, combinations; see ``_SPAN_RTOL``)."""
         d, k = self.d, n_rows(rows)
         k_cand = basis_kernel(rows, self.rows, self.kernel) if d else np.zeros((k, 0))
         k_diag = kernel_diag(rows, self.kernel) + BIAS_TERM
@@ -237,10 +243,10 @@ class _Fit:
             if search.done.all():
                 break
         decrease = self.loss - (loss + b * reg_slope + 0.5 * self.lam * k_diag * b * b)
-        if d:  # ||phi'(c) - phi'(j)||^2 = K'_cc + K'_jj - 2 K'_cj
-            dist = k_diag[:, None] + np.diag(self.K)[None, :d] - 2.0 * k_cand
-            duplicate = (dist <= _DUPLICATE_RTOL * (k_diag[:, None] + np.diag(self.K)[None, :d])).any(axis=1)
-            decrease[duplicate] = -np.inf
+        if d:
+            half = self.span.half_solve(k_cand.T)  # d x k
+            distance = k_diag - np.einsum("ij,ij->j", half, half)  # s_c
+            decrease[self.lam * distance <= _SPAN_RTOL * curvature] = -np.inf
         return decrease, b
 
     # ---- Newton's method on the current basis ------------------------------------------------
@@ -342,6 +348,7 @@ class _Fit:
              self.factor_beta) = saved
             self.factor.R[:self.d, :self.d] = R
             self.factor.size = self.d
+            self.span.size = self.d  # an append leaves the top-left block of R as it was
             self.P[:self.d, :self.d] = P
             request = dict(self._model(), rebuild=True)
             self.engine.run("spsvm_restore", request, rebuild=lambda: request)
@@ -396,7 +403,7 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
         if not decrease.size or not np.isfinite(decrease.max()):
             failures += 1
             if not decrease.size or failures >= _MAX_FAILED_DRAWS:
-                stop_reason = "no candidates left" if not decrease.size else "only duplicate candidates"
+                stop_reason = "no candidates left" if not decrease.size else "only candidates in the basis' span"
                 break
             positions, ids, rows = fit.fetch(candidate_positions(n, draw, kappa, seed, taken))
             continue

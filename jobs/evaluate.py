@@ -8,21 +8,15 @@ says (report, plot).  --model defaults to [output] model of the config.
 
 import sys
 
-from pyspark.ml import PipelineModel
-
 from spark_bsvm import job_cli, report, training_run
 
 
 def main(argv=None):
     parser = job_cli.job_parser(__doc__)
-    parser.add_argument("--model", help="saved model directory (default: [output] model)")
+    job_cli.add_model_option(parser)
     args = parser.parse_args(argv)
     config = job_cli.load(args)
-    path = args.model or config["output"]["model"]
-    if not path:
-        raise ValueError("no model to evaluate: pass --model or set [output] model")
-    spark = job_cli.session()
-    model = PipelineModel.load(path)
+    spark, path, model = job_cli.session_and_model(args, config, "evaluate")
     split = training_run.split_data(spark, config["data"])
     svm = report.svm_stage(model)
     training = report.training_record(svm)

@@ -10,7 +10,6 @@ and decision (f(x) = sum_j coef_j K(s_j, x) + b).
 
 import sys
 
-from pyspark.ml import PipelineModel
 from pyspark.ml.functions import vector_to_array
 from pyspark.sql import functions as F
 
@@ -19,16 +18,12 @@ from spark_bsvm import job_cli, loaders, report
 
 def main(argv=None):
     parser = job_cli.job_parser(__doc__)
-    parser.add_argument("--model", help="saved model directory (default: [output] model)")
+    job_cli.add_model_option(parser)
     parser.add_argument("--input", help="rows to score, in the [data] format (default: [data] path)")
     parser.add_argument("--output", required=True, help="Parquet directory to write (overwritten)")
     args = parser.parse_args(argv)
     config = job_cli.load(args)
-    path = args.model or config["output"]["model"]
-    if not path:
-        raise ValueError("no model to score with: pass --model or set [output] model")
-    spark = job_cli.session()
-    model = PipelineModel.load(path)
+    spark, path, model = job_cli.session_and_model(args, config, "score with")
     svm = report.svm_stage(model)
     rows = loaders.load(spark, config["data"], path=args.input).frame
     scored = model.transform(rows).select(

@@ -55,7 +55,8 @@ SCHEMA = {
     },
     "model": {
         "method": (str, REQUIRED, "training method: a name of spark_bsvm.methods.METHODS"),
-        "params": (dict, {}, "the method's estimator params by their Spark ML names, e.g. budget, C, gamma"),
+        "params": (dict, {}, "the method's estimator params by their Spark ML names, e.g. budget, C, gamma; "
+                             "a table [model.params.<method>] applies to that method only"),
     },
     "output": {
         "model": (str, None, "directory to save the fitted pipeline (features + model) to; overwritten"),

@@ -45,6 +45,25 @@ def session():
     return spark
 
 
+def add_model_option(parser):
+    """The ``--model`` option of the jobs that read a saved model."""
+    parser.add_argument("--model", help="saved model directory (default: [output] model)")
+
+
+def session_and_model(args, config, use):
+    """(Spark session, model path, PipelineModel) for ``--model``, else ``[output] model``.
+
+    ``use`` completes the error raised before Spark starts when neither names a model ("evaluate", ...).
+    """
+    path = args.model or config["output"]["model"]
+    if not path:
+        raise ValueError(f"no model to {use}: pass --model or set [output] model")
+    spark = session()
+    from pyspark.ml import PipelineModel
+
+    return spark, path, PipelineModel.load(path)
+
+
 def run(main, argv=None):
     """``main(argv)``'s exit code; a ValueError (bad config or data) prints its message and gives 2."""
     try:

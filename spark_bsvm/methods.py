@@ -5,8 +5,11 @@ Adding a method to the jobs is one entry in ``METHODS``:
     "spsvm": Method(SpSVM, {}, "Keerthi et al.'s SpSVM-2: a greedily grown basis"),
 
 ``[model.params]`` of a config are that estimator's params by their Spark
-ML names (``budget``, ``C``, ``gamma``, ...); ``fixed`` params come from
-the method name and may not be overridden.  ``warm_start`` is the hook of
+ML names (``budget``, ``C``, ``gamma``, ...); a table named after a method,
+``[model.params.spsvm]``, holds params only that method gets (over the
+plain keys), so one config can keep several methods' tuned params and
+``--set model.method=...`` picks one.  ``fixed`` params come from the
+method name and may not be overridden.  ``warm_start`` is the hook of
 ``jobs/retrain.py``: ``warm_start(estimator, expansion)`` returns an
 estimator that starts from the current model's ``KernelExpansion``, or
 ``None`` when the method cannot start from a support set.
@@ -54,9 +57,25 @@ def lookup(name):
     return METHODS[name]
 
 
+def method_params(name, params):
+    """The params method ``name`` takes from ``[model.params]``: the plain keys, then its own table.
+
+    Tables of other methods are left out; a table not named after a method is a ValueError.
+    """
+    lookup(name)
+    tables = sorted(key for key, value in params.items() if isinstance(value, dict))
+    strays = [key for key in tables if key not in METHODS]
+    if strays:
+        raise ValueError(f"[model.params.{strays[0]}] is not a method; tables in [model.params] hold one "
+                         f"method's params and are named after it: {method_names()}")
+    return dict({key: value for key, value in params.items() if key not in tables}, **params.get(name, {}))
+
+
 def build_estimator(name, params, features_col="features", label_col="label"):
-    """A configured estimator of method ``name`` with ``params`` (Spark ML param names -> values)."""
+    """A configured estimator of method ``name`` with ``params`` (Spark ML param names -> values;
+    the raw ``[model.params]``, see ``method_params``)."""
     method = lookup(name)
+    params = method_params(name, params)
     estimator = method.estimator()
     fixed = sorted(set(params) & set(method.fixed))
     if fixed:

@@ -70,7 +70,8 @@ def fit(split, model_config, warm_start_from=None):
 def describe_run(config, timings, evaluation, pipeline_model):
     """The JSON report of one fit: data, method, params, timings, the evaluation, the training record."""
     data = config["data"]
-    return dict(evaluation, **timings, method=config["model"]["method"], params=config["model"]["params"],
+    name = config["model"]["method"]
+    return dict(evaluation, **timings, method=name, params=methods.method_params(name, config["model"]["params"]),
                 data={k: data[k] for k in ("source", "path", "test_path", "test_fraction", "seed",
                                            "deduplicate", "scale", "positive_label")},
                 training=report.training_record(report.svm_stage(pipeline_model)))

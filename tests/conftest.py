@@ -60,3 +60,12 @@ def to_df(spark, X, labels, n_partitions=2, weights=None):
             for x, l, w in zip(X, labels, weights if weights is not None else [None] * len(labels))]
     columns = ["features", "label"] + ([] if weights is None else ["weight"])
     return spark.sparkContext.parallelize(rows, n_partitions).toDF(columns)
+
+
+def rings_frame(spark, n, seed):
+    """``make_rings(n, 4, seed)`` with MLlib's 0/1 labels: (X, labels, DataFrame of 2 partitions)."""
+    from core.synthetic import make_rings
+
+    X, y = make_rings(n, 4, seed=seed)
+    labels = np.where(y > 0, 1.0, 0.0)
+    return X, labels, to_df(spark, X, labels)

@@ -125,10 +125,31 @@ def test_tol_stops_early(data):
     assert model.metadata["path"]["retrained"][-1]
 
 
-def test_an_ill_conditioned_basis_is_explained():
+def test_a_linear_kernel_stops_at_its_rank_and_a_singular_P_is_explained(monkeypatch):
+    import core.spsvm
+
+    monkeypatch.setattr(core.spsvm, "_MAX_FAILED_DRAWS", 3)
     X, y = make_rings(60, 4, seed=0)
+    model = fit_spsvm(LocalEngine(X, y), max_basis=10, lam=1e-3, kernel=KernelSpec("linear"))
+    # 1 + x.z spans n_features + 1 = 5 functions: every further candidate is in their span
+    assert model.n_support == 5 and model.metadata["stop_reason"] == "only candidates in the basis' span"
+    monkeypatch.setattr(core.spsvm, "_SPAN_RTOL", 0.0)  # without the span test P's factor would fail
     with pytest.raises(ValueError, match="numerically singular with 6 basis functions.*linear kernel spans"):
         fit_spsvm(LocalEngine(X, y), max_basis=10, lam=1e-3, kernel=KernelSpec("linear"))
+
+
+def test_near_duplicate_rows_are_skipped_instead_of_making_P_singular():
+    # KDD Cup 99 has rows that differ by one min-max-scaled byte count (~1e-5); each such pair
+    # would make P = lambda K'_JJ + K'_JI K'_JI^T numerically singular
+    rng = np.random.default_rng(3)
+    X, y = make_rings(40, 4, seed=9)
+    X5 = np.vstack([X] + [X + 1e-5 * rng.standard_normal(X.shape) for _ in range(4)])
+    y5 = np.tile(y, 5)
+    model = fit_spsvm(LocalEngine(X5, y5, n_partitions=2), max_basis=60, lam=1e-3, kernel=KERNEL, tol=0)
+    rows = model.support_vectors
+    gaps = np.sqrt(((rows[:, None, :] - rows[None, :, :]) ** 2).sum(-1))[np.triu_indices(model.n_support, 1)]
+    assert model.n_support <= 40 and gaps.min() > 1e-3  # never two copies of one ring point
+    assert _dense_objective(model, X5, y5, 1e-3) == pytest.approx(model.metadata["objective"], rel=1e-8)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -184,7 +205,7 @@ def test_duplicate_rows_never_join_the_basis_twice(monkeypatch):
     X, y = make_rings(20, 4, seed=8)
     X2, y2 = np.vstack([X, X]), np.concatenate([y, y])
     model = fit_spsvm(LocalEngine(X2, y2), max_basis=40, lam=0.1, kernel=KERNEL, tol=0)
-    assert model.n_support == 20 and model.metadata["stop_reason"] == "only duplicate candidates"
+    assert model.n_support == 20 and model.metadata["stop_reason"] == "only candidates in the basis' span"
     assert len(np.unique(model.support_vectors, axis=0)) == 20
     assert model.metadata["path"]["retrained"][-1]  # the model returned is re-optimised
     assert _dense_objective(model, X2, y2, 0.1) == pytest.approx(model.metadata["objective"], rel=1e-10)

@@ -6,17 +6,20 @@ from pathlib import Path
 import pytest
 
 from spark_bsvm.config import ConfigError, describe, load_config
-from spark_bsvm.methods import METHODS, build_estimator, warm_started
+from spark_bsvm.methods import METHODS, build_estimator, method_params, warm_started
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
 @pytest.mark.parametrize("path", sorted(glob.glob(str(CONF / "*.toml"))))
-def test_shipped_configs_are_valid_and_build_their_estimator(path):
+def test_shipped_configs_are_valid_and_build_the_estimator_of_each_method_they_tune(path):
     config = load_config(path, require=())
-    estimator = build_estimator(config["model"]["method"], config["model"]["params"])
-    for key, value in config["model"]["params"].items():
-        assert estimator.getOrDefault(key) == value
+    params = config["model"]["params"]
+    tuned = {config["model"]["method"]} | {key for key, value in params.items() if isinstance(value, dict)}
+    for method in tuned:
+        estimator = build_estimator(method, params)
+        for key, value in method_params(method, params).items():
+            assert estimator.getOrDefault(key) == value
 
 
 def write(tmp_path, text):
@@ -83,6 +86,25 @@ def test_retrain_needs_a_registry_and_a_margin_of_zero_or_more(tmp_path):
 def test_bad_method_params_name_the_problem(method, params, message):
     with pytest.raises(ValueError, match=message):
         build_estimator(method, params)
+
+
+def test_a_method_table_applies_to_its_method_only_and_overrides_reach_into_it(tmp_path):
+    text = ('[data]\nsource = "generated"\n[model]\nmethod = "budget_l1"\n[model.params]\ngamma = 1.0\n'
+            '[model.params.budget_l1]\nbudget = 50\nC = 0.2\n[model.params.spsvm]\nmaxBasis = 500\n')
+    config = load_config(write(tmp_path, text), ["model.params.spsvm.maxBasis=400", "model.params.gamma=2.0"])
+    params = config["model"]["params"]
+    assert method_params("budget_l1", params) == {"gamma": 2.0, "budget": 50, "C": 0.2}
+    assert method_params("spsvm", params) == {"gamma": 2.0, "maxBasis": 400}
+    assert method_params("csvc", params) == {"gamma": 2.0}
+    spsvm = build_estimator("spsvm", params)
+    assert (spsvm.getMaxBasis(), spsvm.getGamma()) == (400, 2.0)
+
+
+def test_plain_keys_go_to_every_method_and_stray_tables_are_refused():
+    with pytest.raises(ValueError, match=r"\['C', 'budget'\] are not params of SpSVM"):
+        build_estimator("spsvm", {"budget": 50, "C": 0.2})  # method-only params belong in its table
+    with pytest.raises(ValueError, match=r"\[model.params.sp_svm\] is not a method; .* named after it: \['budget_l1'"):
+        method_params("budget_l1", {"sp_svm": {"maxBasis": 5}})
 
 
 def test_method_table_fixes_the_norm_and_sets_columns():

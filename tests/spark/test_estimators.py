@@ -12,16 +12,14 @@ from core.kernels import KernelSpec
 from core.svc import fit_budget_svm
 from core.synthetic import make_rings
 from spark_bsvm import BSVMModel, BudgetSVM, CSVC
-from tests.conftest import to_df
+from tests.conftest import rings_frame, to_df
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
 def train(spark):
-    X, y = make_rings(500, 4, seed=21)
-    labels = np.where(y > 0, 1.0, 0.0)  # MLlib's 0/1 labels
-    return X, labels, to_df(spark, X, labels)
+    return rings_frame(spark, 500, seed=21)
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,9 @@ from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.slant import fit_slant, slant_model_at
 from core.svc import fit_csvc
-from core.synthetic import make_rings
 from spark_bsvm import BSVMModel, SlantSparsifier
 from spark_bsvm.engine import SparkEngine
-from tests.conftest import to_df
+from tests.conftest import rings_frame
 
 pytestmark = pytest.mark.spark
 KERNEL = KernelSpec("rbf", gamma=0.5)
@@ -19,12 +18,11 @@ KERNEL = KernelSpec("rbf", gamma=0.5)
 
 @pytest.fixture(scope="module")
 def setup(spark, tmp_path_factory):
-    X, y = make_rings(300, 4, seed=5)
-    labels = np.where(y > 0, 1.0, 0.0)
+    X, labels, df = rings_frame(spark, 300, seed=5)
     reference = fit_csvc(LocalEngine(X, labels), C=3.0, kernel=KERNEL)
     path = str(tmp_path_factory.mktemp("slant") / "reference")
     BSVMModel(reference).write().save(path)
-    return X, labels, to_df(spark, X, labels), reference, path
+    return X, labels, df, reference, path
 
 
 def _positions(model):

@@ -7,10 +7,9 @@ from chispa import assert_df_equality
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.spsvm import fit_spsvm
-from core.synthetic import make_rings
 from spark_bsvm import BSVMModel, SpSVM
 from spark_bsvm.engine import SparkEngine
-from tests.conftest import to_df
+from tests.conftest import rings_frame
 
 pytestmark = pytest.mark.spark
 KERNEL = KernelSpec("rbf", gamma=0.5)
@@ -18,9 +17,7 @@ KERNEL = KernelSpec("rbf", gamma=0.5)
 
 @pytest.fixture(scope="module")
 def data(spark):
-    X, y = make_rings(400, 4, seed=17)
-    labels = np.where(y > 0, 1.0, 0.0)
-    return X, labels, to_df(spark, X, labels)
+    return rings_frame(spark, 400, seed=17)
 
 
 def _same_model(a, b):
