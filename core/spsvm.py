@@ -59,7 +59,7 @@ from core.cholesky import CholeskyFactor
 from core.kernels import KernelSpec, kernel_diag
 from core.model import KernelExpansion
 from core.partition.spsvm import BIAS_TERM, basis_kernel
-from core.rows import n_rows, stack_rows, take_rows
+from core.rows import as_rows, n_rows, stack_rows, take_rows
 
 log = logging.getLogger("spark_bsvm")
 
@@ -355,7 +355,7 @@ class _Fit:
 
 
 def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="method2", retrain="schedule",
-              tol=1e-6, newton_tol=1e-10, max_newton=50, keep_path_coef=True):
+              tol=1e-6, newton_tol=1e-10, max_newton=50, keep_path_coef=True, initial_basis=None):
     """Train SpSVM-2 on ``engine``: a kernel expansion over at most ``max_basis`` training examples.
 
     ``lam``: lambda of eq. 4 (> 0); ``kernel``: a KernelSpec (the model expands in 1 + kernel, see
@@ -367,7 +367,10 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
     basis function since the previous re-optimisation (0: never);
     ``newton_tol``: Newton also stops when max|g| falls below this share of its two terms;
     ``max_newton``: Newton iterations per retraining; ``keep_path_coef``: store beta of every
-    stage in the metadata (d_max^2 / 2 floats) for ``truncate``.
+    stage in the metadata (d_max^2 / 2 floats) for ``truncate``; ``initial_basis``: rows (a
+    block, e.g. an earlier model's ``support_vectors``) that are offered first, one at a time and
+    in order, before any random candidate: each joins with its Method 2 coefficient unless it is in
+    the span of those before it (a warm start for retraining on new data; basis ids -1).
     """
     if not isinstance(kernel, KernelSpec):
         raise ValueError("kernel must be a KernelSpec, e.g. KernelSpec('rbf', gamma=1.0)")
@@ -384,22 +387,31 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
     if not tol >= 0 or not newton_tol >= 0:
         raise ValueError(f"tol and newton_tol must be >= 0, got {tol!r} and {newton_tol!r}")
     n = engine.n_examples
-    max_basis, kappa = min(int(max_basis), n), int(kappa)
+    warm = [] if initial_basis is None else _rows_of(initial_basis, engine.n_features)
+    max_basis, kappa = min(int(max_basis), n + len(warm)), int(kappa)
     schedule = set(range(1, max_basis + 1)) if retrain == "always" else set(retrain_sizes(max_basis))
     fit = _Fit(engine, kernel, float(lam), max_basis, newton_tol, max_newton)
     start = time.perf_counter()
     path = {"size": [], "objective": [], "retrained": [], "seconds": [], "coef": []}
     taken, draw, failures = set(), 0, 0
     checked = (0, fit.objective)  # basis size and objective at the last re-optimisation
-    positions, ids, rows = fit.fetch(candidate_positions(n, draw, kappa, seed, taken))
+    if not warm:
+        positions, ids, rows = fit.fetch(candidate_positions(n, draw, kappa, seed, taken))
     stop_reason = "max_basis"
     while fit.d < max_basis:
+        warming = bool(warm)
+        if warming:  # the warm start's rows first, each a lone candidate
+            positions, ids, rows = np.array([-1], np.int64), np.array([-1], np.int64), warm.pop(0)
         decrease, coef = fit.score(rows) if len(positions) else (np.zeros(0), np.zeros(0))
         if selection == "method1":
             before = fit.objective
             decrease = np.array([before - fit.trial_objective(take_rows(rows, [c]), coef[c])
                                  if np.isfinite(decrease[c]) else -np.inf for c in range(len(positions))])
-        draw += 1
+        if warming and not np.isfinite(decrease[0]):  # in the span of the rows before it: skip
+            if not warm:
+                positions, ids, rows = fit.fetch(candidate_positions(n, draw, kappa, seed, taken))
+            continue
+        draw += 0 if warming else 1
         if not decrease.size or not np.isfinite(decrease.max()):
             failures += 1
             if not decrease.size or failures >= _MAX_FAILED_DRAWS:
@@ -409,9 +421,10 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
             continue
         failures = 0
         best = int(np.argmax(decrease))
-        taken.add(int(positions[best]))
+        if not warming:
+            taken.add(int(positions[best]))
         last = fit.d + 1 == max_basis
-        next_positions = candidate_positions(n, draw, kappa, seed, taken) if not last else []
+        next_positions = candidate_positions(n, draw, kappa, seed, taken) if not (last or warm) else []
         chosen = take_rows(rows, [best])
         chosen_id, chosen_position, chosen_coef = ids[best], positions[best], coef[best]
         positions, ids, rows = fit.add(chosen, chosen_id, chosen_position, chosen_coef, next_positions)
@@ -441,6 +454,12 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
     rows = fit.rows if fit.rows is not None else np.zeros((0, engine.n_features))
     return KernelExpansion(rows, beta, float(beta.sum()) * BIAS_TERM, kernel, list(engine.classes),
                            engine.n_features, meta, np.array(fit.ids, np.int64))
+
+
+def _rows_of(block, n_features):
+    """The rows of ``block`` as a list of one-row blocks (dense float64 or CSR), checked against n_features."""
+    block = as_rows(block, n_features=n_features)
+    return [take_rows(block, [k]) for k in range(n_rows(block))]
 
 
 def _record(path, fit, retrained, start, keep_coef, replace_last=False):

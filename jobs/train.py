@@ -25,8 +25,9 @@ def main(argv=None):
     model, timings = training_run.fit(split, config["model"])
     evaluation = report.evaluate(model, split.test)
     run_report = training_run.describe_run(config, timings, evaluation, model)
+    rounds = run_report["training"].get("rounds")  # the decomposition methods count rounds
     print(f"method={config['model']['method']} train_rows={timings['train_rows']} "
-          f"test_rows={evaluation['test_rows']} rounds={run_report['training'].get('rounds')}")
+          f"test_rows={evaluation['test_rows']}" + ("" if rounds is None else f" rounds={rounds}"))
     print(report.summary_line(run_report))
     training_run.save_model(config, model)
     training_run.write_outputs(config, model, run_report, split.test)

@@ -68,7 +68,7 @@ SCHEMA = {
         "registry": (str, REQUIRED, "registry directory (local or shared filesystem): versions/ and CURRENT"),
         "margin": (_ANY_NUMBER, 0.0, "promote when challenger error <= current error + margin"),
         "warm_start": (bool, False, "start the challenger from the current model's support set "
-                                    "(only methods with a warm-start hook in spark_bsvm.methods)"),
+                                    "(methods with a warm-start hook in spark_bsvm.methods: spsvm)"),
         "kept_exit_code": (int, 3, "exit code when the challenger is not promoted (0 for schedulers that "
                                    "treat any non-zero code as a failure)"),
     },

@@ -75,6 +75,24 @@ class BudgetSVM(_BSVMEstimator, _BudgetParams):
                               max_rounds=self.getMaxIter(), prune=self.getOrDefault(self.prune))
 
 
+def load_expansion(path, param):
+    """The ``KernelExpansion`` saved at ``path``: a ``BSVMModel``, or a ``PipelineModel`` whose last stage is
+    one (as the jobs and the registry save them); a ValueError naming ``param`` otherwise."""
+    from pyspark.ml import PipelineModel
+
+    try:
+        return BSVMModel.load(path).expansion
+    except Exception as exc:
+        problem = exc
+    try:
+        last = PipelineModel.load(path).stages[-1]
+    except Exception:
+        last = None
+    if isinstance(last, BSVMModel):
+        return last.expansion
+    raise ValueError(f"cannot read a BSVMModel (or a PipelineModel ending in one) at {param}={path!r}: {problem}")
+
+
 class SlantSparsifier(_BSVMEstimator, _SlantParams):
     """Cotter, Shalev-Shwartz & Srebro's slant-loss sparsifier: a sparse SVM from a trained reference.
 
@@ -120,12 +138,8 @@ class SlantSparsifier(_BSVMEstimator, _SlantParams):
 
     def _fit(self, dataset):
         self._validate_params()
-        path = self.getOrDefault(self.referenceModelPath)
-        try:
-            # read before the training stage starts: it holds every task slot until the fit ends
-            reference = BSVMModel.load(path).expansion
-        except Exception as exc:
-            raise ValueError(f"cannot read a BSVMModel at referenceModelPath={path!r}: {exc}") from exc
+        # read before the training stage starts: it holds every task slot until the fit ends
+        reference = load_expansion(self.getOrDefault(self.referenceModelPath), "referenceModelPath")
         fitting = self.copy()
         fitting._reference = reference
         model = _BSVMEstimator._fit(fitting, dataset)
@@ -243,6 +257,9 @@ class SpSVM(_BSVMEstimator, _SpSVMParams):
     Newton iterations of each re-optimisation.  ``trainingSummary['path']`` holds the
     objective (and coefficients) at every basis size, so d can be chosen by validation with
     ``core.spsvm.truncate``.  Honours ``weightCol`` (w_i scales example i's loss).
+    ``initialModelPath`` warm-starts the fit from a saved model's support vectors (offered first,
+    in order; the basis then grows from the training rows): scheduled retraining on new data
+    starts where the current model is.
 
     >>> model = SpSVM(maxBasis=300, regParam=1 / 16, gamma=1.0).fit(train_df)   # doctest: +SKIP
     """
@@ -252,7 +269,7 @@ class SpSVM(_BSVMEstimator, _SpSVMParams):
                  rawPredictionCol="rawPrediction", kernel="rbf", gamma=1.0, degree=3, coef0=0.0, maxBasis=100,
                  regParam=1.0, kappa=10, basisSelection="method2", retrain="schedule", tol=1e-6, maxIter=50,
                  numPartitions=None, threshold=0.0, seed=0, probabilityCol="probability",
-                 calibrationFraction=0.0):
+                 calibrationFraction=0.0, initialModelPath=None):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -262,8 +279,20 @@ class SpSVM(_BSVMEstimator, _SpSVMParams):
     def setRegParam(self, value):
         return self._set(regParam=value)
 
+    def setInitialModelPath(self, value):
+        return self._set(initialModelPath=value)
+
+    def _fit(self, dataset):
+        path = self.getOrDefault(self.initialModelPath) if self.isDefined(self.initialModelPath) else None
+        if not path:
+            return super()._fit(dataset)
+        fitting = self.copy()  # the rows are read before the training stage holds every task slot
+        fitting._initial_basis = load_expansion(path, "initialModelPath").support_vectors
+        return _BSVMEstimator._fit(fitting, dataset)
+
     def _train(self, engine, kernel):
         return fit_spsvm(engine, max_basis=self.getMaxBasis(), lam=positive("regParam", self.getRegParam()),
                          kernel=kernel, kappa=self.getOrDefault(self.kappa), seed=self.getOrDefault(self.seed),
                          selection=self.getOrDefault(self.basisSelection),
-                         retrain=self.getOrDefault(self.retrain), tol=self.getTol(), max_newton=self.getMaxIter())
+                         retrain=self.getOrDefault(self.retrain), tol=self.getTol(), max_newton=self.getMaxIter(),
+                         initial_basis=getattr(self, "_initial_basis", None))

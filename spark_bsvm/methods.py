@@ -10,9 +10,10 @@ ML names (``budget``, ``C``, ``gamma``, ...); a table named after a method,
 plain keys), so one config can keep several methods' tuned params and
 ``--set model.method=...`` picks one.  ``fixed`` params come from the
 method name and may not be overridden.  ``warm_start`` is the hook of
-``jobs/retrain.py``: ``warm_start(estimator, expansion)`` returns an
-estimator that starts from the current model's ``KernelExpansion``, or
-``None`` when the method cannot start from a support set.
+``jobs/retrain.py``: ``warm_start(estimator, model_path)`` returns an
+estimator that starts from the support set of the model saved at
+``model_path`` (the registry's current version), or ``None`` when the
+method cannot start from a support set.
 """
 
 from dataclasses import dataclass, field
@@ -31,13 +32,15 @@ class Method:
     warm_start: Optional[Callable] = None
 
 
-# None of the dual methods can warm-start yet: their state is one multiplier per training example, and a new
-# training set shares no example ids with the current model's support set.
+# SpSVM-2 warm-starts by offering the current support vectors as its first basis functions.  The dual
+# methods cannot: their state is one multiplier per training example, and a new training set shares no
+# example ids with the current model's support set.
 METHODS = {
     "csvc": Method(CSVC, {}, "LIBSVM's C-SVC (the reference; support size grows with the data)"),
     "budget_l1": Method(BudgetSVM, {"norm": "l1"}, "Dekel & Singer's budget-L1 SVM (sum a <= B C)"),
     "budget_l2": Method(BudgetSVM, {"norm": "l2"}, "Dekel & Singer's budget-L2 SVM"),
-    "spsvm": Method(SpSVM, {}, "Keerthi, Chapelle & DeCoste's SpSVM-2: a greedily grown basis of maxBasis rows"),
+    "spsvm": Method(SpSVM, {}, "Keerthi, Chapelle & DeCoste's SpSVM-2: a greedily grown basis of maxBasis rows",
+                    warm_start=lambda estimator, model_path: estimator.setInitialModelPath(model_path)),
     "slant": Method(SlantSparsifier, {}, "Cotter et al.'s slant-loss sparsifier of the model at "
                     "[model.params] referenceModelPath"),
     "ebsvm": Method(ElasticBudgetSVM, {}, "the elastic budget SVM: SGD holding at most B support vectors"),
@@ -104,7 +107,8 @@ def check_warm_start(name):
                          f"(methods that can: {able or 'none yet'}); set warm_start = false")
 
 
-def warm_started(name, estimator, expansion):
-    """``estimator`` set to start from ``expansion`` via the method's hook, or a ValueError if it has none."""
+def warm_started(name, estimator, model_path):
+    """``estimator`` set to start from the model saved at ``model_path`` via the method's hook, or a
+    ValueError if it has none."""
     check_warm_start(name)
-    return lookup(name).warm_start(estimator, expansion)
+    return lookup(name).warm_start(estimator, model_path)

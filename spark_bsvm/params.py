@@ -153,6 +153,9 @@ class _SpSVMParams(_BSVMParams):
                            "candidate, kappa times slower)", TypeConverters.toString)
     retrain = Param(Params._dummy(), "retrain", "when to re-optimise all coefficients: 'schedule' (at "
                     "|J| = floor(2^(p/4)) and at the end) or 'always'", TypeConverters.toString)
+    initialModelPath = Param(Params._dummy(), "initialModelPath", "warm start: path of a saved BSVMModel, or of "
+                             "a PipelineModel ending in one, whose support vectors are offered as the first "
+                             "basis functions (same features); unset: a cold start", TypeConverters.toString)
 
     def __init__(self, *args):
         super().__init__(*args)

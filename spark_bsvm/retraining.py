@@ -69,9 +69,7 @@ def retrain(spark, config):
         return _replay(registry, done)
     current = registry.current()
     current_model = PipelineModel.load(registry.model_path(current)) if current is not None else None
-    warm = None
-    if settings["warm_start"] and current_model is not None:
-        warm = report.svm_stage(current_model).expansion
+    warm = registry.model_path(current) if settings["warm_start"] and current is not None else None
     split = training_run.split_data(spark, config["data"])
     challenger, timings = training_run.fit(split, config["model"], warm_start_from=warm)
     test = split.test.persist(StorageLevel.MEMORY_AND_DISK)

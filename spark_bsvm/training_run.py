@@ -43,8 +43,10 @@ def split_data(spark, data):
 def fit(split, model_config, warm_start_from=None):
     """(PipelineModel, timings) of the configured method on ``split.train``.
 
-    ``warm_start_from``: a ``KernelExpansion`` to start from, through the
-    method's hook in ``spark_bsvm.methods`` (a ValueError if it has none).
+    ``warm_start_from``: the path of a saved model whose support set the fit
+    starts from, through the method's hook in ``spark_bsvm.methods`` (a
+    ValueError if it has none).  Its support vectors must have the features
+    this fit's stages produce (e.g. the same one-hot categories).
     """
     name = model_config["method"]
     estimator = methods.build_estimator(name, model_config["params"], features_col=split.loaded.features_col)

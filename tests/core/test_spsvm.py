@@ -209,3 +209,20 @@ def test_duplicate_rows_never_join_the_basis_twice(monkeypatch):
     assert len(np.unique(model.support_vectors, axis=0)) == 20
     assert model.metadata["path"]["retrained"][-1]  # the model returned is re-optimised
     assert _dense_objective(model, X2, y2, 0.1) == pytest.approx(model.metadata["objective"], rel=1e-10)
+
+
+def test_a_warm_start_offers_the_given_basis_first_and_then_grows(data):
+    X, y = data
+    earlier = fit_spsvm(LocalEngine(X[:50], y[:50]), max_basis=12, lam=0.1, kernel=KERNEL, retrain="always")
+    # on other rows, with a duplicate of the earlier basis appended: the duplicate is skipped
+    initial = np.vstack([earlier.support_vectors, earlier.support_vectors[:1]])
+    model = fit_spsvm(LocalEngine(X[50:], y[50:], n_partitions=2), max_basis=20, lam=0.1, kernel=KERNEL,
+                      initial_basis=initial, retrain="always")
+    np.testing.assert_array_equal(model.support_vectors[:12], earlier.support_vectors)
+    assert model.n_support == 20 and list(model.support_ids[:12]) == [-1] * 12
+    assert set(model.support_ids[12:]) <= set(range(len(y) - 50))  # then ordinary draws of the new rows
+    assert _dense_objective(model, X[50:], y[50:], 0.1) == pytest.approx(model.metadata["objective"], rel=1e-9)
+    same = fit_spsvm(LocalEngine(X[50:], y[50:]), max_basis=12, lam=0.1, kernel=KERNEL, initial_basis=initial)
+    np.testing.assert_array_equal(same.support_vectors, earlier.support_vectors)  # the basis it was given
+    with pytest.raises(ValueError, match="rows have 3 features but 4 are expected"):
+        fit_spsvm(LocalEngine(X, y), max_basis=5, lam=0.1, kernel=KERNEL, initial_basis=np.zeros((2, 3)))

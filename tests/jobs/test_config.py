@@ -122,7 +122,7 @@ def test_every_method_of_the_table_builds_its_estimator_with_columns(method):
 
 def test_warm_start_without_a_hook_is_refused_with_the_fix():
     with pytest.raises(ValueError, match=r"cannot start from a support set .* set warm_start = false"):
-        warm_started("budget_l1", build_estimator("budget_l1", {}), expansion=None)
+        warm_started("budget_l1", build_estimator("budget_l1", {}), model_path="registry/v1/model")
 
 
 def test_help_lists_every_config_key():

@@ -1,5 +1,6 @@
 """jobs/retrain.py against a registry: first version, promote, keep, idempotent re-runs, an interrupted run."""
 
+import numpy as np
 import pytest
 from pyspark.ml import PipelineModel
 
@@ -14,7 +15,8 @@ KEPT = 3
 
 def run(root, *overrides):
     """retrain.main on the small generated data of conf/retrain.toml, registry at ``root``."""
-    args = ["--set", f"retrain.registry={root}", "--set", "data.rows=700", "--set", "model.params.budget=30"]
+    args = ["--set", f"retrain.registry={root}", "--set", "data.rows=700",
+            "--set", "model.params.budget_l1.budget=30"]
     for item in overrides:
         args += ["--set", item]
     return retrain.main(args)
@@ -77,3 +79,15 @@ def test_warm_start_is_refused_for_methods_without_the_hook(tmp_path, capsys):
                        ) == job_cli.EXIT_BAD_INPUT
     assert "cannot start from a support set" in capsys.readouterr().err
     assert not root.exists()  # refused before the registry or the data were touched
+
+
+def test_an_spsvm_challenger_starts_from_the_current_support_set(spark, tmp_path):
+    root = str(tmp_path / "registry")
+    registry = ModelRegistry(root)
+    assert run(root, "model.method=spsvm", "model.params.spsvm.maxBasis=12") == 0
+    assert run(root, "model.method=spsvm", "model.params.spsvm.maxBasis=20", "data.seed=1", "retrain.margin=0.5",
+               "retrain.warm_start=true") == 0
+    assert registry.current() == 2 and registry.record(2)["warm_started"]
+    current, challenger = (PipelineModel.load(registry.model_path(v)).stages[-1].expansion for v in (1, 2))
+    np.testing.assert_array_equal(challenger.support_vectors[:12], current.support_vectors)
+    assert challenger.n_support == 20 and list(challenger.support_ids[:12]) == [-1] * 12

@@ -57,6 +57,24 @@ def test_estimator_fits_the_core_model_and_round_trips(data, tmp_path):
     assert (again.getMaxBasis(), again.getRegParam(), again.getOrDefault("kappa")) == (15, 0.1, 5)
 
 
+def test_initial_model_path_warm_starts_from_a_saved_model_or_pipeline(data, tmp_path):
+    from pyspark.ml import PipelineModel
+
+    X, labels, df = data
+    earlier = SpSVM(maxBasis=6, regParam=0.1, gamma=0.5, kappa=5, seed=1, numPartitions=2).fit(df)
+    earlier.write().save(str(tmp_path / "alone"))
+    PipelineModel(stages=[earlier]).write().save(str(tmp_path / "pipeline"))
+    local = fit_spsvm(LocalEngine(X, labels, n_partitions=2), max_basis=10, lam=0.1, kernel=KERNEL, kappa=5,
+                      seed=3, initial_basis=earlier.expansion.support_vectors)
+    for path in ("alone", "pipeline"):
+        model = SpSVM(maxBasis=10, regParam=0.1, gamma=0.5, kappa=5, seed=3, numPartitions=2,
+                      initialModelPath=str(tmp_path / path)).fit(df)
+        _same_model(model.expansion, local)
+        np.testing.assert_array_equal(model.expansion.support_vectors[:6], earlier.expansion.support_vectors)
+    with pytest.raises(ValueError, match=r"ending in one\) at initialModelPath='/nonexistent'"):
+        SpSVM(initialModelPath="/nonexistent").fit(df)
+
+
 def test_bad_params_are_explained(data):
     with pytest.raises(ValueError, match="regParam must be a positive finite number"):
         SpSVM(regParam=0.0, numPartitions=2).fit(data[2])
