@@ -206,8 +206,9 @@ class _Fit:
 
     def _model(self, direction=None):
         """What the partitions' state is a function of (see ``core.partition.spsvm._rebuilt``)."""
-        return {"kernel": self.spec, "model_capacity": self.capacity, "model_rows": self.rows, "model_beta": self.beta[:self.d].copy(),
-                "model_factor_beta": self.factor_beta, "model_direction": direction}
+        return {"kernel": self.spec, "model_capacity": self.capacity, "model_rows": self.rows,
+                "model_beta": self.beta[:self.d].copy(), "model_factor_beta": self.factor_beta,
+                "model_direction": direction}
 
     def _address(self, positions):
         return {"positions": np.asarray(positions, np.int64), "offsets": self.offsets, "tokens": self.tokens}
