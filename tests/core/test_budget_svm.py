@@ -5,7 +5,8 @@ import pytest
 
 from core.engine import LocalEngine
 from core.kernels import KernelSpec, kernel_block
-from core.svc import fit_budget_svm
+from bench.bench_budget_pruning import problems
+from core.svc import fit_budget_svm, fit_csvc
 from tests.naive import naive_dual_objective, naive_dual_qp
 
 KERNEL = KernelSpec("rbf", gamma=0.5)
@@ -81,6 +82,21 @@ def test_pruning_keeps_the_largest_weights():
     kept = np.sort(np.abs(full.coef))[::-1][: pruned.n_support]
     np.testing.assert_allclose(np.sort(np.abs(pruned.coef))[::-1], kept)
     assert pruned.bias == full.bias and pruned.metadata["pruned_to"] == 10
+
+
+def test_pruned_budget_svm_keeps_its_accuracy_where_a_pruned_csvc_breaks():
+    """Dekel & Singer's Figure 1 on the first draw of bench_budget_pruning (shuttle, 1,000 / 4,000)."""
+    X, y, Xt, yt = next(problems(1, on_missing=pytest.skip))
+    kernel, B, C0 = KernelSpec("rbf", gamma=32.0), 40, 3000.0
+    budget = fit_budget_svm(LocalEngine(X, y), budget=B, C=C0 / B, kernel=kernel)
+    csvc = fit_csvc(LocalEngine(X, y), C=C0 / y.size, kernel=kernel)
+    assert budget.n_support > B and csvc.n_support > B  # pruning really removes weights from both
+
+    def error(model):
+        return np.mean(model.predict(Xt) != yt)
+
+    assert error(budget.pruned(B)) <= error(budget) + 0.001 <= 0.01
+    assert error(csvc) <= 0.02 and error(csvc.pruned(B)) >= 0.1
 
 
 def test_budget_l2_pair_bounds_mode_is_feasible():
