@@ -39,11 +39,17 @@ class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
         if self.isDefined(self.numPartitions) and self.getOrDefault(self.numPartitions) < 1:
             raise ValueError(f"numPartitions must be >= 1, got {self.getOrDefault(self.numPartitions)}")
 
-    def _train(self, engine, kernel):
+    def _driver_inputs(self):
+        """Keyword arguments of ``_train`` read from files (saved models), on the driver, before the
+        training stage starts: once it runs it holds every task slot until the fit ends."""
+        return {}
+
+    def _train(self, engine, kernel, **inputs):
         raise NotImplementedError
 
     def _fit(self, dataset):
         self._validate_params()
+        inputs = self._driver_inputs()
         kernel = self._kernel_spec()
         fraction = self.getOrDefault(self.calibrationFraction)
         holdout = None
@@ -53,9 +59,11 @@ class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
         weight_col = self.getWeightCol() if self.isDefined(self.weightCol) and self.getWeightCol() else None
         with SparkEngine(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col,
                          num_partitions) as engine:
-            expansion = self._train(engine, kernel)
+            expansion = self._train(engine, kernel, **inputs)
         model = BSVMModel(expansion)
         self._copyValues(model)
+        trained = expansion.kernel  # the slant sparsifier keeps its reference model's kernel
+        model._set(kernel=trained.name, gamma=trained.gamma, degree=trained.degree, coef0=trained.coef0)
         if holdout is not None:
             model.calibrate(holdout)
         return model

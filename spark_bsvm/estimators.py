@@ -136,20 +136,13 @@ class SlantSparsifier(_BSVMEstimator, _SlantParams):
             raise ValueError("weightCol is not supported by the slant sparsifier (its steps have no per-example "
                              "weight); unset weightCol")
 
-    def _fit(self, dataset):
-        self._validate_params()
-        # read before the training stage starts: it holds every task slot until the fit ends
-        reference = load_expansion(self.getOrDefault(self.referenceModelPath), "referenceModelPath")
-        fitting = self.copy()
-        fitting._reference = reference
-        model = _BSVMEstimator._fit(fitting, dataset)
-        kernel = reference.kernel
-        return model._set(kernel=kernel.name, gamma=kernel.gamma, degree=kernel.degree, coef0=kernel.coef0)
+    def _driver_inputs(self):
+        return {"reference": load_expansion(self.getOrDefault(self.referenceModelPath), "referenceModelPath")}
 
-    def _train(self, engine, kernel):
+    def _train(self, engine, kernel, reference):
         get = self.getOrDefault
         max_support = get(self.maxSupport) if self.isDefined(self.maxSupport) else None
-        return fit_slant(engine, self._reference, eta=get(self.eta), epsilon=get(self.epsilon),
+        return fit_slant(engine, reference, eta=get(self.eta), epsilon=get(self.epsilon),
                          max_support=max_support, max_steps=self.getMaxIter(), aggressive=get(self.aggressive),
                          candidates_per_class=get(self.candidatesPerClass))
 
@@ -219,7 +212,7 @@ class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams):
     @keyword_only
     def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, predictionCol="prediction",
                  rawPredictionCol="rawPrediction", kernel="rbf", gamma=1.0, degree=3, coef0=0.0, budget=100,
-                 regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0, average=True, numPartitions=None,
+                 regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0, averageFraction=0.1, numPartitions=None,
                  threshold=0.0, seed=0, probabilityCol="probability", calibrationFraction=0.0):
         super().__init__()
         self._set(**self._input_kwargs)
@@ -237,12 +230,15 @@ class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams):
                 raise ValueError(f"{name} must be an integer >= 1, got {self.getOrDefault(name)}")
         for name in ("regParam", "etaTheta"):
             positive(name, self.getOrDefault(name))
+        if not 0.0 <= self.getOrDefault(self.averageFraction) <= 1.0:
+            raise ValueError(f"averageFraction must be in [0, 1] (0: the last iterate), "
+                             f"got {self.getOrDefault(self.averageFraction)}")
 
     def _train(self, engine, kernel):
         get = self.getOrDefault
         return fit_ebsvm(engine, budget=get(self.budget), lam=get(self.regParam), kernel=kernel,
                          epochs=get(self.epochs), batch_size=get(self.batchSize), eta_theta=get(self.etaTheta),
-                         average=get(self.average), seed=get(self.seed))
+                         average_fraction=get(self.averageFraction), seed=get(self.seed))
 
 
 class SpSVM(_BSVMEstimator, _SpSVMParams):
@@ -282,17 +278,13 @@ class SpSVM(_BSVMEstimator, _SpSVMParams):
     def setInitialModelPath(self, value):
         return self._set(initialModelPath=value)
 
-    def _fit(self, dataset):
+    def _driver_inputs(self):
         path = self.getOrDefault(self.initialModelPath) if self.isDefined(self.initialModelPath) else None
-        if not path:
-            return super()._fit(dataset)
-        fitting = self.copy()  # the rows are read before the training stage holds every task slot
-        fitting._initial_basis = load_expansion(path, "initialModelPath").support_vectors
-        return _BSVMEstimator._fit(fitting, dataset)
+        return {"initial_basis": load_expansion(path, "initialModelPath").support_vectors} if path else {}
 
-    def _train(self, engine, kernel):
+    def _train(self, engine, kernel, initial_basis=None):
         return fit_spsvm(engine, max_basis=self.getMaxBasis(), lam=positive("regParam", self.getRegParam()),
                          kernel=kernel, kappa=self.getOrDefault(self.kappa), seed=self.getOrDefault(self.seed),
                          selection=self.getOrDefault(self.basisSelection),
                          retrain=self.getOrDefault(self.retrain), tol=self.getTol(), max_newton=self.getMaxIter(),
-                         initial_basis=getattr(self, "_initial_basis", None))
+                         initial_basis=initial_basis)

@@ -2,7 +2,7 @@
 
 Adding a method to the jobs is one entry in ``METHODS``:
 
-    "spsvm": Method(SpSVM, {}, "Keerthi et al.'s SpSVM-2: a greedily grown basis"),
+    "budget_l2": Method(BudgetSVM, {"norm": "l2"}, "Dekel & Singer's budget-L2 SVM"),
 
 ``[model.params]`` of a config are that estimator's params by their Spark
 ML names (``budget``, ``C``, ``gamma``, ...); a table named after a method,

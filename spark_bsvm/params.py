@@ -131,12 +131,13 @@ class _EBSVMParams(_BSVMParams):
                       "stay one example at a time (integer >= 1)", TypeConverters.toInt)
     etaTheta = Param(Params._dummy(), "etaTheta", "step of theta (eq. 3) relative to the coefficients' step "
                      "1/(lambda t) (> 0)", TypeConverters.toFloat)
-    average = Param(Params._dummy(), "average", "return the coefficients averaged over the last half of the "
-                    "steps (else the last iterate)", TypeConverters.toBoolean)
+    averageFraction = Param(Params._dummy(), "averageFraction", "return the coefficients averaged over this "
+                            "fraction of the steps, the last ones; 0: the last iterate (in [0, 1])",
+                            TypeConverters.toFloat)
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0, average=True)
+        self._setDefault(budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0, averageFraction=0.1)
 
 
 class _SpSVMParams(_BSVMParams):

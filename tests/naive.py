@@ -111,16 +111,17 @@ def naive_l0svm_step(K, y, a, C_xi, C_alpha, eps=1e-4, margin="kernel"):
     return beta, a_next, np.mean(y[free] - K[free] @ a_next)
 
 
-def naive_ebsvm(X, y, weight, ids, *, budget, lam, spec, eta_theta, average, total_steps):
+def naive_ebsvm(X, y, weight, ids, *, budget, lam, spec, eta_theta, average_fraction, total_steps):
     """EBSVM's steps (core.ebsvm's module doc) on the rows in the given order, coefficients kept directly.
 
     Returns (support ids, coefficients), sorted by id.  No scale trick: every
     step multiplies every a_j by (1 - 1/t); the average sums a_j after every
-    step of the last half.
+    one of the last ceil(average_fraction total_steps) steps.
     """
     X = _dense(X)
     sv, born, alpha, total = [], [], [], {}  # total: id -> sum of a_j over the averaged steps
-    theta, first_averaged = 0.0, total_steps // 2 + 1 if average else total_steps + 1
+    n_averaged = int(np.ceil(average_fraction * total_steps))
+    theta, first_averaged = 0.0, total_steps - n_averaged + 1
     for t, (x, label, w, i) in enumerate(zip(X, y, weight, ids), start=1):
         k = [naive_kernel(x[None], X[ids.tolist().index(j)][None], spec)[0, 0] for j in sv]
         margin = label * float(np.dot(alpha, k)) if sv else 0.0
@@ -139,8 +140,7 @@ def naive_ebsvm(X, y, weight, ids, *, budget, lam, spec, eta_theta, average, tot
                 total[j] += a
     while len(sv) > budget:
         _naive_drop(sv, born, alpha, total, min(range(len(sv)), key=lambda j: (abs(alpha[j]), born[j])))
-    n_averaged = max(1, total_steps - first_averaged + 1)
-    coef = [total[j] / n_averaged for j in sv] if average else alpha
+    coef = [total[j] / n_averaged for j in sv] if n_averaged else alpha
     order = np.argsort(sv)
     return np.asarray(sv)[order], np.asarray(coef)[order]
 

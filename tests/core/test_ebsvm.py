@@ -19,15 +19,15 @@ def _order(n, epochs, seed):
     return np.concatenate([rng.permutation(n) for _ in range(epochs)])
 
 
-@pytest.mark.parametrize("average", [True, False])
+@pytest.mark.parametrize("average_fraction", [0.5, 0.1, 0.0])
 @pytest.mark.parametrize("kernel, eta_theta", [(KERNEL, 0.05), (KERNEL, 0.002), (KernelSpec("poly", gamma=0.5,
                                                                                               coef0=1.0), 0.05)])
-def test_steps_match_the_naive_implementation(average, kernel, eta_theta):
+def test_steps_match_the_naive_implementation(average_fraction, kernel, eta_theta):
     X, y = make_rings(60, 4, noise=0.1, seed=3)
     weight = np.linspace(0.5, 1.5, 60)
     ids = np.arange(60) * 7 + 3  # ids are not positions
     order = _order(60, 3, seed=1)
-    args = dict(budget=5, lam=0.05, eta_theta=eta_theta, average=average)
+    args = dict(budget=5, lam=0.05, eta_theta=eta_theta, average_fraction=average_fraction)
     learner = EBSVMLearner(4, kernel=kernel, total_steps=len(order), **args)
     for lo in range(0, len(order), 7):  # batches of 7: the state carries over between calls
         batch = order[lo:lo + 7]
@@ -128,6 +128,7 @@ def test_ripley_with_ten_support_vectors_is_within_one_and_a_half_points_of_csvc
     ({"epochs": 0}, "epochs must be an integer >= 1, got 0"),
     ({"batch_size": True}, "batch_size must be an integer >= 1, got True"),
     ({"seed": -1}, "seed must be an integer >= 0, got -1"),
+    ({"average_fraction": np.nan}, r"average_fraction must be in \[0, 1\] \(0: the last iterate\), got nan"),
     ({"kernel": {"name": "rbf"}}, "kernel must be a KernelSpec, got dict"),
 ])
 def test_bad_arguments_are_named(change, message):

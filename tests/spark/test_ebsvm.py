@@ -66,6 +66,7 @@ def test_spark_estimator_fit_equals_the_local_fit_and_round_trips(df, local_mode
     (ElasticBudgetSVM(regParam=0.0), "regParam must be a positive finite number, got 0.0"),
     (ElasticBudgetSVM(etaTheta=-1.0), "etaTheta must be a positive finite number, got -1.0"),
     (ElasticBudgetSVM(batchSize=0), "batchSize must be an integer >= 1, got 0"),
+    (ElasticBudgetSVM(averageFraction=1.5), r"averageFraction must be in \[0, 1\] \(0: the last iterate\), got 1.5"),
 ])
 def test_bad_params_are_named(df, estimator, message):
     with pytest.raises(ValueError, match=message):
