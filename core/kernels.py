@@ -37,6 +37,7 @@ _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01  # ln 2 in two parts; k * _LN2_HI is exact for |k| < 2^20
 _LN2_LO = 1.90821492927058770002e-10
 _ROUND = 6755399441055744.0  # 1.5 * 2^52: (t + _ROUND) - _ROUND is t rounded to an integer
+_ROUND_BITS = int(np.float64(_ROUND).view(np.int64))  # its bit pattern: t + _ROUND holds round(t) + _ROUND_BITS
 _TAYLOR = tuple(1.0 / math.factorial(i) for i in range(14))  # exp(r) to degree 13: error < 1e-17 |exp(r)|
 
 
@@ -244,7 +245,7 @@ def finish_tile(code, dots, x_sq, z_sq, gamma, coef0, degree):
     if code == RBF:
         for i in range(dots.shape[0]):
             _rbf_exponent(dots[i], x_sq[i], z_sq, gamma)
-        _exp_inplace(dots.ravel(), np.empty(dots.size, np.int64))  # the whole tile in one loop
+        _exp_inplace(dots.ravel(), np.empty(dots.size))  # the whole tile in one loop
     elif code == POLY:
         for i in range(dots.shape[0]):
             _poly_row(dots[i], gamma, coef0, degree)
@@ -269,20 +270,25 @@ def _poly_row(row, gamma, coef0, degree):
 
 
 @numba.njit(**NJIT_FMA)
-def _exp_inplace(a, bits):
-    """a[j] = exp(a[j]) for a[j] in [-708, 0], within 1 ulp; bits is int64 scratch of a's size.
+def _exp_inplace(a, shifted):
+    """a[j] = exp(a[j]) for a[j] in [-708, 0], within 1 ulp; ``shifted`` is float64 scratch of a's size.
 
-    Straight-line arithmetic, so the loops vectorise (libm's exp does not).
+    k = round(a[j] / ln 2) stays in the low mantissa bits of a[j] / ln 2 + 1.5 * 2^52,
+    and integer operations on those bits make the float 2^k: no float-to-int
+    conversion, which AVX2 cannot vectorise.  Straight-line arithmetic, so the loops
+    vectorise (libm's exp does not).
     """
+    t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13 = _TAYLOR
     for j in range(a.shape[0]):
         x = a[j]
-        k = (x * _LOG2E + _ROUND) - _ROUND
+        kd = x * _LOG2E + _ROUND
+        k = kd - _ROUND
         r = (x - k * _LN2_HI) - k * _LN2_LO
-        p = _TAYLOR[13]
-        for c in range(12, -1, -1):  # Horner
-            p = p * r + _TAYLOR[c]
-        a[j] = p
-        bits[j] = (np.int64(k) + 1023) << 52  # the float 2^k, k in [-1022, 0]
-    scale = bits.view(np.float64)
+        a[j] = ((((((((((((t13 * r + t12) * r + t11) * r + t10) * r + t9) * r + t8) * r + t7) * r + t6) * r + t5)
+                    * r + t4) * r + t3) * r + t2) * r + t1) * r + t0
+        shifted[j] = kd
+    bits = shifted.view(np.int64)
     for j in range(a.shape[0]):
-        a[j] *= scale[j]
+        bits[j] = (bits[j] - _ROUND_BITS + 1023) << 52  # the float 2^k, k in [-1022, 0]
+    for j in range(a.shape[0]):
+        a[j] *= shifted[j]
