@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from bench.bench_budget_pruning import problems
 from core.engine import LocalEngine
 from core.kernels import KernelSpec, kernel_block
-from bench.bench_budget_pruning import problems
 from core.svc import fit_budget_svm, fit_csvc
 from tests.naive import naive_dual_objective, naive_dual_qp
 
