@@ -5,11 +5,15 @@ A 522,910 x 54 dense float64 block (random, seeded; covtype's shape) against
 density against 100 rows.  A dense evaluation needs the 2p flops of one dot
 product, so a GEMM running at R flop/s implies R / (2p) evaluations per
 second; the table gives the share of that rate kernel_block achieves.  All
-in one process: the kernels, and numpy's plain X @ Z.T of the dense shape
-for comparison, are timed in turn in each of 5 rounds, between 5
-timings of a square 2000 x 2000 GEMM before and 5 after; medians are reported.
-The pause after the GEMMs lets OpenBLAS's threads, which spin for ~0.1 s after
-a call, go to sleep: they would otherwise slow down the next kernel_block.
+in one process, between 5 timings of a square 2000 x 2000 GEMM before and 5
+after: each case (and numpy's plain X @ Z.T of the dense shape, for
+comparison) is called once untimed, then timed 5 times back to back; medians
+are reported.  Back to back is the steady state of a fit, which calls
+kernel_block round after round; on this machine the first call after a
+pause or after another case's 400 MB result measured up to twice as slow
+(rbf 170 ms in a run, 300-400 ms after a switch).  The pause after each BLAS
+call lets OpenBLAS's threads, which spin for ~0.1 s after a call, go to
+sleep: they would otherwise slow down the next kernel_block.
 
     python bench/bench_kernels.py
 """
@@ -59,18 +63,18 @@ def main():
     for case in cases:
         run(case)  # compile or load the numba cache
     A @ B
-    gemm, times = [seconds(lambda: A @ B) for _ in range(ROUNDS)], [[] for _ in cases]
+    gemm, times = [seconds(lambda: A @ B) for _ in range(ROUNDS)], [None] * len(cases)
     time.sleep(0.5)
-    for _ in range(ROUNDS):
-        for k, case in enumerate(cases):
-            times[k].append(seconds(lambda: run(case)))
-            if case[3] is None:
-                time.sleep(0.5)  # after a BLAS call, see above
+    for k, case in enumerate(cases):
+        run(case)  # untimed: see above
+        times[k] = [seconds(lambda: run(case)) for _ in range(ROUNDS)]
+        if case[3] is None:
+            time.sleep(0.5)  # after a BLAS call, see above
     gemm += [seconds(lambda: A @ B) for _ in range(ROUNDS)]
 
     gemm_rate = 2 * GEMM_N**3 / np.median(gemm)
     print(f"GEMM {GEMM_N}x{GEMM_N} float64: {gemm_rate / 1e9:.1f} GFLOP/s; numba: {numba.get_num_threads()} threads "
-          f"({numba.threading_layer()}); medians of {ROUNDS} rounds\n")
+          f"({numba.threading_layer()}); medians of {ROUNDS} back-to-back calls\n")
     rows = []
     for (label, Xc, Zc, spec, flops), ts in zip(cases, times):
         rate = Xc.shape[0] * Zc.shape[0] / np.median(ts)
