@@ -9,7 +9,7 @@ from pyspark.ml import PipelineModel
 from jobs.train import DEFAULT_CONFIG, main
 from spark_bsvm import job_cli
 
-SMALL = ["--set", "data.rows=1200", "--set", "model.params.budget=40"]
+SMALL = ["--set", "data.rows=1200", "--set", "model.params.spsvm.maxBasis=40"]
 
 
 @pytest.mark.spark
@@ -20,10 +20,10 @@ def test_main_job_prints_error_and_support_size(spark, tmp_path, capsys):
     error = float(re.search(r"test error: ([0-9.]+)%", out).group(1))
     n_support = int(re.search(r"support vectors: (\d+)", out).group(1))
     assert re.search(r"training time: [0-9.]+s", out)
-    assert 0 < n_support < 800
+    assert 0 < n_support <= 40
     assert error < 30.0  # a real model, far from the 50% of a coin
     report = json.loads((out_dir / "r.json").read_text())
-    assert report["support_size"] == n_support and report["method"] == "budget_l1"
+    assert report["support_size"] == n_support and report["method"] == "spsvm"
     assert abs(100 * report["test_error"] - error) < 0.01 and report["train_rows"] + report["test_rows"] == 1200
     confusion = report["confusion"]
     assert sum(confusion.values()) == report["test_rows"]
@@ -34,7 +34,8 @@ def test_main_job_prints_error_and_support_size(spark, tmp_path, capsys):
 
 @pytest.mark.spark
 def test_main_job_prunes_to_the_budget(spark, capsys):
-    assert main(SMALL + ["--set", "model.params.budget=30", "--set", "model.params.prune=true"]) == 0
+    assert main(SMALL + ["--set", "model.method=budget_l1", "--set", "model.params.budget=30",
+                         "--set", "model.params.prune=true"]) == 0
     assert int(re.search(r"support vectors: (\d+)", capsys.readouterr().out).group(1)) == 30
 
 

@@ -16,7 +16,7 @@ def trained(spark, tmp_path_factory):
     """A small quick-start model saved by jobs/train.py, with the error it printed."""
     out = tmp_path_factory.mktemp("trained")
     model = str(out / "model")
-    args = ["--set", "data.rows=900", "--set", "model.params.budget=30"]
+    args = ["--set", "data.rows=900", "--set", "model.params.spsvm.maxBasis=30"]
     train.main(args + ["--set", f"output.model={model}"])
     return args, model, out
 
@@ -29,7 +29,7 @@ def test_evaluate_reproduces_the_train_split_and_writes_report_and_plot(trained,
     text = capsys.readouterr().out
     report = json.loads((tmp_path / "eval.json").read_text())
     assert f"test error: {100 * report['test_error']:.2f}%" in text
-    assert report["training"]["method"] == "budget_l1" and report["training_seconds"] > 0
+    assert report["training"]["method"] == "spsvm" and report["training_seconds"] > 0
     curve = report["error_vs_support"]
     sizes = [s for s, _ in curve["pruned"]]
     assert sizes[-1] == report["support_size"] and sizes == sorted(sizes)
