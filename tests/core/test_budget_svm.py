@@ -99,12 +99,12 @@ def test_pruned_budget_svm_keeps_its_accuracy_where_a_pruned_csvc_breaks():
     assert error(csvc) <= 0.02 and error(csvc.pruned(B)) >= 0.1
 
 
-def test_a_budget_that_binds_on_noisy_labels_is_reported(caplog):
+def test_a_budget_l1_support_beyond_twice_the_budget_is_reported(caplog):
     X, y = _data(4, 300, noise=0.2)  # 60 flipped labels against B = 10
     with caplog.at_level("WARNING", logger="spark_bsvm"):
         model = fit_budget_svm(LocalEngine(X, y), budget=10, C=1.0, kernel=KERNEL)
     assert model.n_support > 20
-    assert f"budget-L1 SVM kept {model.n_support} support vectors for budget B = 10:" in caplog.text
+    assert f"budget-L1 SVM kept {model.n_support} support vectors for budget B = 10: B bounds" in caplog.text
     caplog.clear()
     X, y = _data(4, 300)  # the same data without flipped labels: 38 support vectors for B = 30, no warning
     with caplog.at_level("WARNING", logger="spark_bsvm"):
