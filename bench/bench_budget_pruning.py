@@ -24,8 +24,8 @@ paper's C0 = 10, sigma = 1:
 - The paper's plain SVM is the B = m corner, C = C0 / m, with many bounded
   support vectors.  A C-SVC with a large C (C0 itself, also printed) is
   about as sparse as the budget models on this easy data set, and prunes
-  as well (better at s = 20): the budget constraint is a way to *ask* for B support
-  vectors, not a way to beat a well-tuned C-SVC at equal size.
+  as well (better at s = 20): the budget constraint is a way to *ask* for B
+  support vectors, not a way to beat a well-tuned C-SVC at equal size.
 
     python -m bench.bench_budget_pruning [--problems 10] [--C0 3000] [--gamma 32]
 """

@@ -50,8 +50,9 @@ Choices the text leaves open, and ours:
   training files (two epochs, B = 200, lambda = 1e-5, five sampling seeds):
   on ijcnn1 (gamma = 0.07) the mean validation error was 4.0% with r = 0.1,
   4.1% with r = 0.5 and 5.0% for the last iterate; on a8a (gamma = 0.05)
-  16.3% (sd 0.2) against 17.3% (sd 2.0) with r = 0.5.  S keeps changing, and a long window averages in
-  coefficients of support vectors that are no longer in S.
+  16.3% (sd 0.2) against 17.3% (sd 2.0) with r = 0.5.  S keeps changing,
+  and a long window averages in coefficients of support vectors that are no
+  longer in S.
 - Instance weights w_i scale the hinge term of example i.
 
 Cost per step.  Pegasos' scale trick: after step t, a_j = beta_j / (lambda
