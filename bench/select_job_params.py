@@ -15,8 +15,8 @@ import sys
 import time
 
 from bench.common import print_table
-from spark_bsvm import job_cli, report, training_run
-from spark_bsvm.config import parse_value
+from spark_bsvm.app import cli, report, training_run
+from spark_bsvm.app.config import parse_value
 
 
 def parse_grid(items):
@@ -31,16 +31,16 @@ def parse_grid(items):
 
 
 def main(argv=None):
-    parser = job_cli.job_parser(__doc__)
+    parser = cli.job_parser(__doc__)
     parser.add_argument("--grid", action="append", default=[], metavar="PARAM=V1,V2,...",
                         help="an estimator param and its values (repeatable; the grid is their product)")
     parser.add_argument("--rows", type=int, default=40_000, help="training rows sampled (default 40,000)")
     parser.add_argument("--valid-fraction", type=float, default=0.25, help="of the sample held out (default 0.25)")
     args = parser.parse_args(argv)
-    config = job_cli.load(args)
+    config = cli.load(args)
     grid = parse_grid(args.grid)
     method = config["model"]["method"]
-    spark = job_cli.session()
+    spark = cli.session()
     split = training_run.split_data(spark, config["data"])
     n_train = split.train.count()
     sample = split.train.sample(fraction=min(1.0, 1.05 * args.rows / n_train), seed=1).limit(args.rows)
@@ -59,8 +59,8 @@ def main(argv=None):
     print(f"\n{method} on {config['data']['source']}: {n_train} training rows, sampled {args.rows}, "
           f"validated on {args.valid_fraction:g} of them")
     print_table(list(grid) + ["valid err %", "SVs", "fit rows", "seconds"], rows)
-    return job_cli.EXIT_OK
+    return cli.EXIT_OK
 
 
 if __name__ == "__main__":
-    sys.exit(job_cli.run(main))
+    sys.exit(cli.run(main))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.kernels import kernel_block
-from core.partition.dual import NEG, POS
+from core.partition.dual import NEG, POS, dual_round
 from core.rows import stack_rows
 from core.smo import smo_solve
 from core.support_set import SupportSet
@@ -148,7 +148,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     violation, converged = np.inf, False
     carry, carried_ids = None, np.zeros(0, np.int64)
     for rounds in range(1, max_rounds + 2):
-        answers = engine.run("dual_round", request,
+        answers = engine.run(dual_round, request,
                              rebuild=lambda: _rebuild_request(dict(request, **feature_map), support, engine))
         stats = {k: _reduce(answers, k) for k in _STAT_KEYS}
         sum_alpha, sum_sq = support.sums()

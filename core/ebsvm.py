@@ -74,6 +74,7 @@ import scipy.sparse as sp
 from core.config import NJIT
 from core.kernels import KernelSpec, finish_tile
 from core.model import KernelExpansion
+from core.partition.ebsvm import ebsvm_batch, ebsvm_describe
 from core.rows import as_rows, is_sparse, squared_norms, stack_rows, take_rows
 
 log = logging.getLogger("spark_bsvm")
@@ -184,7 +185,7 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
     """
     budget, epochs, batch_size, seed = _check_args(budget, lam, kernel, epochs, batch_size, eta_theta,
                                                    average_fraction, seed)
-    described = engine.run("ebsvm_describe", {})
+    described = engine.run(ebsvm_describe, {})
     sizes = np.array([a["n"] for a in described], np.int64)
     keys = np.array([a["key"] for a in described], np.int64)
     rng = np.random.default_rng([seed, 1 << 20])  # the driver's interleaving, apart from the partitions' orders
@@ -197,7 +198,7 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
             remaining = sizes - offsets
             counts = rng.multivariate_hypergeometric(remaining, min(batch_size, int(remaining.sum())))
             request = {"seed": seed, "epoch": epoch, "keys": keys, "offsets": offsets, "counts": counts}
-            answers = engine.run("ebsvm_batch", request, rebuild=lambda request=request: request)
+            answers = engine.run(ebsvm_batch, request, rebuild=lambda request=request: request)
             offsets = offsets + counts
             rows = stack_rows([a["rows"] for a in answers])
             order = rng.permutation(rows.shape[0])  # a uniform interleaving of the partitions' rows

@@ -1,10 +1,11 @@
 """The Engine interface and the in-process LocalEngine.
 
 An algorithm is a driver-side loop that asks its engine for *rounds*: the
-engine calls one registered partition function on every partition of the
-training set with the same small request, and returns the partitions'
+engine calls one partition function on every partition of the training
+set with the same small request, and returns the partitions'
 answers (small aggregates) to the driver.  Partition functions live in
-``core.partition`` and have the signature
+``core.partition`` (its table ``PARTITION_FUNCTIONS`` lists them all) and
+have the signature
 
     fn(data: PartitionData, state: dict, request: dict) -> (state, answer)
 
@@ -20,32 +21,12 @@ them without pickling code.
 """
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 
 import numpy as np
 
 from core.labels import encode_labels
-from core.rows import as_rows, n_rows, squared_norms, take_rows
-
-
-@dataclass
-class PartitionData:
-    """One partition of the training set, fixed for the whole fit."""
-
-    rows: object  # float64 ndarray (n, p) or scipy CSR matrix
-    y: np.ndarray  # float64 labels in {-1, +1}
-    weight: np.ndarray  # float64 instance weights (ones when unweighted)
-    ids: np.ndarray  # int64 ids, unique over the training set
-    sq_norms: np.ndarray  # ||x_i||^2, computed once
-
-    @classmethod
-    def build(cls, rows, y, weight, ids):
-        rows = as_rows(rows)
-        return cls(rows, np.asarray(y, np.float64), np.asarray(weight, np.float64),
-                   np.asarray(ids, np.int64), squared_norms(rows))
-
-    def __len__(self):
-        return self.y.shape[0]
+from core.partition.data import PartitionData
+from core.rows import as_rows, n_rows, take_rows
 
 
 class Engine(ABC):
@@ -62,8 +43,11 @@ class Engine(ABC):
     n_partitions: int
 
     @abstractmethod
-    def run(self, function_name, request, rebuild=None):
-        """Call ``function_name`` on every partition; return the answers in partition order.
+    def run(self, function, request, rebuild=None):
+        """Call the partition function ``function`` on every partition; return the answers in partition order.
+
+        ``function`` is one of ``core.partition.PARTITION_FUNCTIONS``' values
+        (engines that run partitions elsewhere send its name).
 
         ``rebuild``: a callable returning the request to use instead on a
         partition that lost its state (a retried task): it must rebuild the
@@ -110,12 +94,9 @@ class LocalEngine(Engine):
         self.n_examples = n
         self.n_partitions = n_partitions
 
-    def run(self, function_name, request, rebuild=None):
-        from core.partition import PARTITION_FUNCTIONS
-
-        fn = PARTITION_FUNCTIONS[function_name]
+    def run(self, function, request, rebuild=None):
         answers = []
         for k, data in enumerate(self.partitions):
-            self.states[k], answer = fn(data, self.states[k], request)
+            self.states[k], answer = function(data, self.states[k], request)
             answers.append(answer)
         return answers

@@ -59,6 +59,7 @@ from core.dual import DualProblem, solve_dual
 from core.kernels import KernelSpec, kernel_block
 from core.model import KernelExpansion
 from core.partition.common import feature_map_request
+from core.partition.l0svm import l0_coefficients, l0_remap, sample_rows
 from core.rows import n_rows, stack_rows, take_rows
 from core.support_set import SupportSet
 from core.svc import check_positive
@@ -150,7 +151,7 @@ def _initial_centers(engine, initial, m0, seed):
         raise ValueError(f"initial must be 'random', 'all' or a KernelExpansion, got {initial!r}")
     m = engine.n_examples if initial == "all" else min(m0, engine.n_examples)
     request = {"seed": seed, "m": m}
-    answers = engine.run("sample_rows", request, rebuild=lambda: request)
+    answers = engine.run(sample_rows, request, rebuild=lambda: request)
     keys = np.concatenate([ans["keys"] for ans in answers])
     chosen = np.argsort(keys, kind="stable")[:m]
     rows = stack_rows([ans["rows"] for ans in answers])
@@ -175,7 +176,7 @@ def _kernel_times_beta(engine, kernel, centers, support):
     """v = K_{A,:} diag(y) beta, summed over the partitions (eq. 3.10)."""
     ids, _, _, beta = support.arrays(0)
     request = {"kernel": kernel.to_dict(), "centers": centers, "sv_ids": ids, "sv_beta": beta}
-    return sum(ans["v"] for ans in engine.run("l0_coefficients", request, rebuild=lambda: request))
+    return sum(ans["v"] for ans in engine.run(l0_coefficients, request, rebuild=lambda: request))
 
 
 def _remap(engine, feature_map, proj, v, support, C_xi):
@@ -183,7 +184,7 @@ def _remap(engine, feature_map, proj, v, support, C_xi):
     ids, _, _, beta = support.arrays(0)
     w = proj.T @ v if proj.ndim == 2 else proj * v  # w = P^T v: sum_j beta_j y_j phi(x_j) in the new map
     request = dict(feature_map, w=w, C=C_xi, sv_ids=ids, sv_beta=beta)
-    answers = engine.run("l0_remap", request, rebuild=lambda: request)
+    answers = engine.run(l0_remap, request, rebuild=lambda: request)
     remapped = SupportSet()
     for ans in answers:
         remapped.update(ans["sv_ids"], ans["sv_beta"], ans["sv_y"], ans["sv_rows"])

@@ -39,7 +39,7 @@ import numpy as np
 
 from core.kernels import KernelSpec, kernel_block
 from core.model import KernelExpansion
-from core.partition.slant import NEG, POS, add_steps
+from core.partition.slant import NEG, POS, add_steps, slant_round
 from core.rows import stack_rows, take_rows
 
 log = logging.getLogger("spark_bsvm")
@@ -74,7 +74,7 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
     start = time.perf_counter()
     rounds, stopped, limit = 0, None, max_steps
     while True:
-        answers = engine.run("slant_round", request, rebuild=rebuild)
+        answers = engine.run(slant_round, request, rebuild=rebuild)
         rounds += 1
         if rounds == 1:
             kmax = max(a["kmax"] for a in answers)

@@ -58,7 +58,8 @@ import numpy as np
 from core.cholesky import CholeskyFactor
 from core.kernels import KernelSpec, kernel_diag
 from core.model import KernelExpansion
-from core.partition.spsvm import BIAS_TERM, basis_kernel
+from core.partition.spsvm import (BIAS_TERM, basis_kernel, spsvm_add_basis, spsvm_gradient, spsvm_line, spsvm_restore,
+                                  spsvm_score, spsvm_start)
 from core.rows import as_rows, n_rows, stack_rows, take_rows
 
 log = logging.getLogger("spark_bsvm")
@@ -153,7 +154,7 @@ class _Fit:
         self.rank_one_changes = 0
         self.refactorisations = 0
         request = {"capacity": capacity}
-        answers = engine.run("spsvm_start", request, rebuild=lambda: request)
+        answers = engine.run(spsvm_start, request, rebuild=lambda: request)
         counts = np.array([a["count"] for a in answers], np.int64)
         self.tokens = np.array([a["token"] for a in answers], np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
@@ -168,7 +169,7 @@ class _Fit:
 
     def add(self, row, ident, position, coef, next_positions, checkpoint=False):
         """Append the basis function of ``row`` with coefficient ``coef``; fetch the next candidates."""
-        answers = self._run("spsvm_add_basis", dict(self._address(next_positions), kernel=self.spec, row=row,
+        answers = self._run(spsvm_add_basis, dict(self._address(next_positions), kernel=self.spec, row=row,
                                                     coef=float(coef), checkpoint=checkpoint))
         d = self.d
         k_new = basis_kernel(self.rows, row, self.kernel)[:, 0] if d else np.zeros(0)
@@ -195,13 +196,13 @@ class _Fit:
 
     def fetch(self, positions):
         """Rows and ids of the examples at ``positions`` (no basis change)."""
-        answers = self._run("spsvm_add_basis", dict(self._address(positions), kernel=self.spec, row=None,
+        answers = self._run(spsvm_add_basis, dict(self._address(positions), kernel=self.spec, row=None,
                                                     coef=0.0, checkpoint=False))
         return self._fetched(answers)
 
-    def _run(self, name, request, direction=None, **resend):
+    def _run(self, function, request, direction=None, **resend):
         """One round; a lost task gets ``request`` with ``resend`` and the model to rebuild from."""
-        return self.engine.run(name, request, rebuild=lambda: dict(request, **resend, **self._model(direction),
+        return self.engine.run(function, request, rebuild=lambda: dict(request, **resend, **self._model(direction),
                                                                    rebuild=True))
 
     def _model(self, direction=None):
@@ -233,7 +234,7 @@ class _Fit:
         search = _OneDimNewton(np.zeros(k))
         send = rows
         for _ in range(_MAX_ONE_D_ROUNDS):
-            answers = self._run("spsvm_score", {"kernel": self.spec, "rows": send, "coef": search.x,
+            answers = self._run(spsvm_score, {"kernel": self.spec, "rows": send, "coef": search.x,
                                                 "coef_prev": search.prev}, rows=rows)
             send = None
             loss = sum(a["loss"] for a in answers)
@@ -262,7 +263,7 @@ class _Fit:
         previous = np.inf
         d = self.d
         for iteration in range(self.max_newton + 1):
-            answers = self._run("spsvm_gradient", {"step": step}, direction=delta)
+            answers = self._run(spsvm_gradient, {"step": step}, direction=delta)
             if delta is not None:
                 self.beta[:d] += step * delta
             self.factor_beta = self.beta[:d].copy()
@@ -297,7 +298,7 @@ class _Fit:
         search.step(np.array([g @ delta]), np.array([delta @ self.P[:d, :d] @ delta]), np.ones(1))
         send = delta
         for rounds in range(1, _MAX_ONE_D_ROUNDS + 1):
-            answers = self._run("spsvm_line", {"direction": send, "step": float(search.x[0]),
+            answers = self._run(spsvm_line, {"direction": send, "step": float(search.x[0]),
                                                "step_prev": float(search.prev[0])}, direction=delta)
             send = None
             t = float(search.x[0])
@@ -352,7 +353,7 @@ class _Fit:
             self.span.size = self.d  # an append leaves the top-left block of R as it was
             self.P[:self.d, :self.d] = P
             request = dict(self._model(), rebuild=True)
-            self.engine.run("spsvm_restore", request, rebuild=lambda: request)
+            self.engine.run(spsvm_restore, request, rebuild=lambda: request)
 
 
 def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="method2", retrain="schedule",

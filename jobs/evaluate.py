@@ -8,15 +8,15 @@ says (report, plot).  --model defaults to [output] model of the config.
 
 import sys
 
-from spark_bsvm import job_cli, report, training_run
+from spark_bsvm.app import cli, report, training_run
 
 
 def main(argv=None):
-    parser = job_cli.job_parser(__doc__)
-    job_cli.add_model_option(parser)
+    parser = cli.job_parser(__doc__)
+    cli.add_model_option(parser)
     args = parser.parse_args(argv)
-    config = job_cli.load(args)
-    spark, path, model = job_cli.session_and_model(args, config, "evaluate")
+    config = cli.load(args)
+    spark, path, model = cli.session_and_model(args, config, "evaluate")
     split = training_run.split_data(spark, config["data"])
     svm = report.svm_stage(model)
     training = report.training_record(svm)
@@ -26,8 +26,8 @@ def main(argv=None):
     print(report.summary_line(run_report))
     print("confusion: " + ", ".join(f"{k} {v}" for k, v in run_report["confusion"].items()))
     training_run.write_outputs(config, model, run_report, split.test)
-    return job_cli.EXIT_OK
+    return cli.EXIT_OK
 
 
 if __name__ == "__main__":
-    sys.exit(job_cli.run(main))
+    sys.exit(cli.run(main))

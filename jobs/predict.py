@@ -13,17 +13,17 @@ import sys
 from pyspark.ml.functions import vector_to_array
 from pyspark.sql import functions as F
 
-from spark_bsvm import job_cli, loaders, report
+from spark_bsvm.app import cli, loaders, report
 
 
 def main(argv=None):
-    parser = job_cli.job_parser(__doc__)
-    job_cli.add_model_option(parser)
+    parser = cli.job_parser(__doc__)
+    cli.add_model_option(parser)
     parser.add_argument("--input", help="rows to score, in the [data] format (default: [data] path)")
     parser.add_argument("--output", required=True, help="Parquet directory to write (overwritten)")
     args = parser.parse_args(argv)
-    config = job_cli.load(args)
-    spark, path, model = job_cli.session_and_model(args, config, "score with")
+    config = cli.load(args)
+    spark, path, model = cli.session_and_model(args, config, "score with")
     svm = report.svm_stage(model)
     rows = loaders.load(spark, config["data"], path=args.input).frame
     scored = model.transform(rows).select(
@@ -31,8 +31,8 @@ def main(argv=None):
         F.element_at(vector_to_array(svm.getRawPredictionCol()), 2).alias("decision"))
     scored.write.mode("overwrite").parquet(args.output)
     print(f"{spark.read.parquet(args.output).count()} rows scored by {path} written to {args.output}")
-    return job_cli.EXIT_OK
+    return cli.EXIT_OK
 
 
 if __name__ == "__main__":
-    sys.exit(job_cli.run(main))
+    sys.exit(cli.run(main))

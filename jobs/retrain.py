@@ -19,15 +19,15 @@ exit codes:
 import sys
 from pathlib import Path
 
-from spark_bsvm import job_cli, report, retraining
+from spark_bsvm.app import cli, report, retraining
 
 DEFAULT_CONFIG = str(Path(__file__).resolve().parents[1] / "conf" / "retrain.toml")
 
 
 def main(argv=None):
-    args = job_cli.job_parser(__doc__, DEFAULT_CONFIG).parse_args(argv)
-    config = job_cli.load(args, require=("data", "model", "retrain"))
-    outcome, version, record = retraining.retrain(job_cli.session(), config)
+    args = cli.job_parser(__doc__, DEFAULT_CONFIG).parse_args(argv)
+    config = cli.load(args, require=("data", "model", "retrain"))
+    outcome, version, record = retraining.retrain(cli.session(), config)
     current = record["current"]
     again = " (input handled before: nothing retrained)" if record.get("replayed") else ""
     print(f"challenger: version {version}, {report.summary_line(record['challenger'])}")
@@ -35,8 +35,8 @@ def main(argv=None):
         print(f"current (version {record['baseline_version']}): test error {100 * current['test_error']:.2f}%   "
               f"support vectors: {current['support_size']}")
     print(f"decision: {outcome}, margin {record['margin']}{again}")
-    return job_cli.EXIT_OK if outcome == retraining.PROMOTED else config["retrain"]["kept_exit_code"]
+    return cli.EXIT_OK if outcome == retraining.PROMOTED else config["retrain"]["kept_exit_code"]
 
 
 if __name__ == "__main__":
-    sys.exit(job_cli.run(main))
+    sys.exit(cli.run(main))

@@ -12,15 +12,15 @@ time; [output] says where the model, the JSON report and the PNG go.
 import sys
 from pathlib import Path
 
-from spark_bsvm import job_cli, report, training_run
+from spark_bsvm.app import cli, report, training_run
 
 DEFAULT_CONFIG = str(Path(__file__).resolve().parents[1] / "conf" / "quickstart.toml")
 
 
 def main(argv=None):
-    args = job_cli.job_parser(__doc__, DEFAULT_CONFIG).parse_args(argv)
-    config = job_cli.load(args)
-    spark = job_cli.session()
+    args = cli.job_parser(__doc__, DEFAULT_CONFIG).parse_args(argv)
+    config = cli.load(args)
+    spark = cli.session()
     split = training_run.split_data(spark, config["data"])
     model, timings = training_run.fit(split, config["model"])
     evaluation = report.evaluate(model, split.test)
@@ -31,8 +31,8 @@ def main(argv=None):
     print(report.summary_line(run_report))
     training_run.save_model(config, model)
     training_run.write_outputs(config, model, run_report, split.test)
-    return job_cli.EXIT_OK
+    return cli.EXIT_OK
 
 
 if __name__ == "__main__":
-    sys.exit(job_cli.run(main))
+    sys.exit(cli.run(main))

@@ -1,23 +1,27 @@
 """What one partition computes per round: pure functions on row blocks.
 
-Every function is registered by name in ``PARTITION_FUNCTIONS`` with the
-signature ``fn(data, state, request) -> (state, answer)`` (see
-``core.engine``).  One module per family of methods.
+Every partition function has the signature ``fn(data, state, request) ->
+(state, answer)`` (``data`` a ``core.partition.data.PartitionData``, see
+``core.engine``); solvers pass the function itself to ``Engine.run``.  One
+module per family of methods.  ``PARTITION_FUNCTIONS`` is the one table of
+them: an engine that runs partitions in other processes sends a function's
+name and looks it up here, so no code travels.
 """
 
-PARTITION_FUNCTIONS = {}
+from core.partition import dual, ebsvm, l0svm, slant, spsvm
+
+PARTITION_FUNCTIONS = {fn.__name__: fn for fn in (
+    dual.dual_round,
+    slant.slant_round,
+    ebsvm.ebsvm_describe, ebsvm.ebsvm_batch,
+    l0svm.sample_rows, l0svm.l0_coefficients, l0svm.l0_remap,
+    spsvm.spsvm_start, spsvm.spsvm_add_basis, spsvm.spsvm_restore, spsvm.spsvm_score, spsvm.spsvm_line,
+    spsvm.spsvm_gradient,
+)}
 
 
-def partition_function(fn):
-    """Register ``fn`` under its own name so that engines can call it by name."""
-    if fn.__name__ in PARTITION_FUNCTIONS:
-        raise ValueError(f"partition function {fn.__name__!r} is registered twice")
-    PARTITION_FUNCTIONS[fn.__name__] = fn
-    return fn
-
-
-from core.partition import dual  # noqa: E402,F401  (registers the dual-decomposition functions)
-from core.partition import slant  # noqa: E402,F401  (registers the slant-loss sparsifier's functions)
-from core.partition import l0svm  # noqa: E402,F401  (registers the L0-norm SVM functions)
-from core.partition import ebsvm  # noqa: E402,F401  (registers the elastic budget SVM's batch server)
-from core.partition import spsvm  # noqa: E402,F401  (registers the SpSVM-2 functions)
+def function_name(function):
+    """The name under which ``function`` is in ``PARTITION_FUNCTIONS``; a ValueError if it is not there."""
+    if PARTITION_FUNCTIONS.get(getattr(function, "__name__", None)) is not function:
+        raise ValueError(f"{function!r} is not a partition function of core.partition.PARTITION_FUNCTIONS")
+    return function.__name__

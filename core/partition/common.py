@@ -5,8 +5,8 @@ import json
 
 import numpy as np
 
-from core.engine import PartitionData
 from core.kernels import KernelSpec, kernel_block
+from core.partition.data import PartitionData
 from core.rows import as_rows, is_sparse, n_rows
 
 _CHUNK = 512  # columns of a kernel block computed at once when applying many rows

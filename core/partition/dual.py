@@ -15,7 +15,6 @@ the explicit features phi(x_i) throughout (the L0-norm SVM's inner solves).
 
 import numpy as np
 
-from core.partition import partition_function
 from core.partition.common import feature_mapped, kernel_times, locate, top_k
 from core.rows import take_rows
 
@@ -33,7 +32,6 @@ def _reset(data, request):
     return {"alpha": alpha, "grad": grad, "upper": upper}
 
 
-@partition_function
 def dual_round(data, state, request):
     """Apply the last working set's alpha changes, then report violators and statistics.
 

@@ -10,7 +10,6 @@ only state, and losing it costs one permutation.
 
 import numpy as np
 
-from core.partition import partition_function
 from core.rows import take_rows
 
 
@@ -19,13 +18,11 @@ def epoch_order(n, seed, epoch, index):
     return np.random.default_rng([seed, epoch, index]).permutation(n)
 
 
-@partition_function
 def ebsvm_describe(data, state, request):
     """Answer this partition's size and key (its first id), from which the driver numbers the partitions."""
     return state, {"n": len(data), "key": int(data.ids[0])}
 
 
-@partition_function
 def ebsvm_batch(data, state, request):
     """The next rows of this partition's shuffled order.
 

@@ -9,7 +9,6 @@ gets the same request again.
 import numpy as np
 
 from core.kernels import KernelSpec, kernel_block
-from core.partition import partition_function
 from core.partition.common import feature_mapped, locate
 from core.rows import take_rows
 from core.sampling import row_keys
@@ -17,7 +16,6 @@ from core.sampling import row_keys
 _CHUNK = 4096  # support rows per kernel block in l0_coefficients
 
 
-@partition_function
 def sample_rows(data, state, request):
     """This partition's ``m`` rows with the smallest seeded keys (``core.sampling``), in key order.
 
@@ -36,7 +34,6 @@ def _betas(data, request):
     return beta
 
 
-@partition_function
 def l0_coefficients(data, state, request):
     """This partition's part of v = K_{A,:} diag(y) beta, the product in eq. 3.10 (a_A = M v).
 
@@ -55,7 +52,6 @@ def l0_coefficients(data, state, request):
     return state, {"v": v}
 
 
-@partition_function
 def l0_remap(data, state, request):
     """Move the dual state to a new feature map: the warm start of the next inner solve (step 5).
 

@@ -23,7 +23,6 @@ it does not see.
 import numpy as np
 
 from core.kernels import KernelSpec, kernel_block
-from core.partition import partition_function
 from core.partition.common import kernel_times, locate
 from core.rows import take_rows
 
@@ -84,7 +83,6 @@ def _reset(data, request):
     return {"h": h, "eligible": margin > 0.0, "responses": responses, "support": support}
 
 
-@partition_function
 def slant_round(data, state, request):
     """Apply the driver's last steps, then report support responses and the top violators per class.
 

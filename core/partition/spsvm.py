@@ -21,7 +21,6 @@ import numpy as np
 
 from core.config import NJIT
 from core.kernels import KernelSpec, kernel_block
-from core.partition import partition_function
 from core.rows import take_rows
 
 BIAS_TERM = 1.0  # K' = K + 1: the kernel of the feature map (1, phi(x))
@@ -63,7 +62,6 @@ def _directional_kernel(o, y, w, values, coef, coef_prev, loss, slope, curvature
                 changes[c] += 1.0
 
 
-@partition_function
 def spsvm_start(data, state, request):
     """Empty basis: o = 0, every example active (r = 1), room for ``capacity`` basis columns.
 
@@ -104,7 +102,6 @@ def _rebuilt(data, state, request):
             "z": np.zeros(n) if direction is None else C[:, :d] @ direction, "cand": np.zeros((n, 0))}
 
 
-@partition_function
 def spsvm_add_basis(data, state, request):
     """Append the basis column of ``row`` with coefficient ``coef`` (o += coef c), then fetch rows.
 
@@ -136,7 +133,6 @@ def spsvm_add_basis(data, state, request):
     return state, answer
 
 
-@partition_function
 def spsvm_restore(data, state, request):
     """Return to the state saved by the last ``spsvm_add_basis`` with ``checkpoint`` (Method 1's trials);
     a task that lost it rebuilds that state from the model the request always carries (``_rebuilt``)."""
@@ -146,7 +142,6 @@ def spsvm_restore(data, state, request):
     return state, {}
 
 
-@partition_function
 def spsvm_score(data, state, request):
     """Method 2's one-dimensional problems: the loss of o + b_c K'(., x_c) for each candidate c.
 
@@ -164,7 +159,6 @@ def spsvm_score(data, state, request):
     return state, {"loss": loss, "slope": slope, "curvature": curvature, "changes": changes}
 
 
-@partition_function
 def spsvm_line(data, state, request):
     """The loss along the Newton direction: o + t z, z = C delta.
 
@@ -181,7 +175,6 @@ def spsvm_line(data, state, request):
                    "changes": int(changes[0])}
 
 
-@partition_function
 def spsvm_gradient(data, state, request):
     """Take the step o += t z, then report the gradient sums and the active set's changes.
 

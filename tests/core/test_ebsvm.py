@@ -57,12 +57,12 @@ class _RecordingEngine(LocalEngine):
         super().__init__(*args, **kwargs)
         self.served, self.forget = [], forget
 
-    def run(self, function_name, request, rebuild=None):
+    def run(self, function, request, rebuild=None):
         if self.forget and rebuild is not None:
             self.states = [{} for _ in self.partitions]  # as if every task were lost and retried
             request = rebuild()
-        answers = super().run(function_name, request, rebuild)
-        if function_name == "ebsvm_batch":
+        answers = super().run(function, request, rebuild)
+        if function.__name__ == "ebsvm_batch":
             self.served.append((request["epoch"], np.concatenate([a["ids"] for a in answers])))
         return answers
 

@@ -131,12 +131,12 @@ class _ForgetfulEngine(LocalEngine):
         super().__init__(*args, **kwargs)
         self.lost_at, self.calls, self.lost_in = lost_at, 0, None
 
-    def run(self, function_name, request, rebuild=None):
+    def run(self, function, request, rebuild=None):
         self.calls += 1
         if self.calls == self.lost_at:
-            self.states[0], self.lost_in = {}, function_name
+            self.states[0], self.lost_in = {}, function.__name__
             request = rebuild()
-        return super().run(function_name, request, rebuild)
+        return super().run(function, request, rebuild)
 
 
 _THREE_STEPS = dict(C_xi=1.0, C_alpha=0.2, kernel=KERNEL, initial="all", max_outer=3, tol=1e-8)

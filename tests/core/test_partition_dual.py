@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from core.engine import PartitionData
+from core.partition.data import PartitionData
 from core.kernels import KernelSpec
 from core.partition.dual import NEG, POS, dual_round
 from tests.naive import naive_kernel

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from core.engine import LocalEngine, PartitionData
+from core.engine import LocalEngine
+from core.partition.data import PartitionData
 from core.kernels import KernelSpec
 from core.partition.slant import ranked, slant_round
 from core.slant import fit_slant, slant_model_at, slant_path_coef

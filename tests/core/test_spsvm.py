@@ -174,13 +174,13 @@ class _EngineLosingItsTasks(LocalEngine):
         super().__init__(*args, **kwargs)
         self.lost_at, self.rounds, self.lost_in = lost_at, 0, None
 
-    def run(self, function_name, request, rebuild=None):
+    def run(self, function, request, rebuild=None):
         self.rounds += 1
         if self.rounds == self.lost_at:
             self.states = [{} for _ in self.partitions]
-            self.lost_in = function_name
+            self.lost_in = function.__name__
             request = rebuild()
-        return super().run(function_name, request)
+        return super().run(function, request)
 
 
 @pytest.mark.parametrize("selection, lost_at, function", [

@@ -9,8 +9,9 @@ from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
-from spark_bsvm import wire
-from spark_bsvm.engine import SparkEngine, check_barrier_possible
+from spark_bsvm.engine import wire
+from spark_bsvm.engine import SparkEngine
+from spark_bsvm.engine.slots import check_barrier_possible
 from tests.conftest import to_df
 
 pytestmark = pytest.mark.spark

@@ -7,9 +7,9 @@ from core.l0svm import MARGINS, fit_l0svm
 from core.slant import fit_slant
 from core.spsvm import fit_spsvm
 from core.svc import fit_budget_svm, fit_csvc
-from spark_bsvm.estimator import _BSVMEstimator, positive
-from spark_bsvm.model import BSVMModel
-from spark_bsvm.params import _BudgetParams, _DualParams, _EBSVMParams, _L0Params, _SlantParams, _SpSVMParams
+from spark_bsvm.ml.base import _BSVMEstimator, positive
+from spark_bsvm.ml.model import BSVMModel
+from spark_bsvm.ml.params import _BudgetParams, _DualParams, _EBSVMParams, _L0Params, _SlantParams, _SpSVMParams
 
 
 class CSVC(_BSVMEstimator, _DualParams):

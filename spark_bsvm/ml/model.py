@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from core.model import KernelExpansion
 from core.platt import fit_platt
-from spark_bsvm.params import _BSVMParams
+from spark_bsvm.ml.params import _BSVMParams
 
 
 class BSVMModel(Model, _BSVMParams, MLReadable, MLWritable):

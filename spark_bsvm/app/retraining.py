@@ -24,8 +24,8 @@ import os
 from pyspark import StorageLevel
 from pyspark.ml import PipelineModel
 
-from spark_bsvm import methods, report, training_run
-from spark_bsvm.registry import ModelRegistry
+from spark_bsvm.app import methods, report, training_run
+from spark_bsvm.app.registry import ModelRegistry
 
 PROMOTED, KEPT = "promoted", "kept"
 

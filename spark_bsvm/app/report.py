@@ -16,7 +16,7 @@ import numpy as np
 from pyspark.ml.functions import vector_to_array
 from pyspark.sql import functions as F
 
-from spark_bsvm.model import BSVMModel
+from spark_bsvm.ml.model import BSVMModel
 
 
 def svm_stage(pipeline_model):

@@ -7,7 +7,7 @@ import pytest
 from pyspark.ml import PipelineModel
 
 from jobs.train import DEFAULT_CONFIG, main
-from spark_bsvm import job_cli
+from spark_bsvm.app import cli
 
 SMALL = ["--set", "data.rows=1200", "--set", "model.params.spsvm.maxBasis=40"]
 
@@ -50,5 +50,5 @@ def test_main_job_defaults_to_the_quickstart_config_and_documents_every_option(c
 
 
 def test_a_bad_config_exits_2_with_the_fix(capsys):
-    assert job_cli.run(main, ["--set", "data.sourc=csv"]) == job_cli.EXIT_BAD_INPUT
+    assert cli.run(main, ["--set", "data.sourc=csv"]) == cli.EXIT_BAD_INPUT
     assert "unknown key(s) ['sourc'] in [data]; known keys:" in capsys.readouterr().err

@@ -4,7 +4,7 @@ A config has four sections (every key, its type, default and meaning is in
 ``SCHEMA``; ``describe()`` prints them for the jobs' ``--help``):
 
     [data]     where the rows come from and how the test part is held out
-    [model]    method = "budget_l1" (a name of ``spark_bsvm.methods.METHODS``);
+    [model]    method = "budget_l1" (a name of ``spark_bsvm.app.methods.METHODS``);
                [model.params] holds that estimator's params by their Spark ML names
     [output]   where the model, the JSON report and the PNG plot go
     [retrain]  the registry and the promotion rule of ``jobs/retrain.py``
@@ -54,7 +54,7 @@ SCHEMA = {
         "scale": (str, "none", "none | minmax | standard: feature scaling fitted on the training part"),
     },
     "model": {
-        "method": (str, REQUIRED, "training method: a name of spark_bsvm.methods.METHODS"),
+        "method": (str, REQUIRED, "training method: a name of spark_bsvm.app.methods.METHODS"),
         "params": (dict, {}, "the method's estimator params by their Spark ML names, e.g. budget, C, gamma; "
                              "a table [model.params.<method>] applies to that method only"),
     },
@@ -68,7 +68,7 @@ SCHEMA = {
         "registry": (str, REQUIRED, "registry directory (local or shared filesystem): versions/ and CURRENT"),
         "margin": (_ANY_NUMBER, 0.0, "promote when challenger error <= current error + margin"),
         "warm_start": (bool, False, "start the challenger from the current model's support set "
-                                    "(methods with a warm-start hook in spark_bsvm.methods: spsvm)"),
+                                    "(methods with a warm-start hook in spark_bsvm.app.methods: spsvm)"),
         "kept_exit_code": (int, 3, "exit code when the challenger is not promoted (0 for schedulers that "
                                    "treat any non-zero code as a failure)"),
     },

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from spark_bsvm.config import ConfigError, describe, load_config
-from spark_bsvm.methods import METHODS, build_estimator, method_params, warm_started
+from spark_bsvm.app.config import ConfigError, describe, load_config
+from spark_bsvm.app.methods import METHODS, build_estimator, method_params, warm_started
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[3] / "conf"
 
 
 @pytest.mark.parametrize("path", sorted(glob.glob(str(CONF / "*.toml"))))

@@ -24,6 +24,8 @@ from pyspark.ml.linalg import VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, NumericType
 
+from spark_bsvm.app.generated_data import rings_frame, write_forest_parquet
+
 FEATURES = "features"
 
 # KDD Cup 99 (kddcup.names): 41 features, label last; these three are symbolic
@@ -143,14 +145,12 @@ def _binary_label(frame, positive):
 
 
 def _generated(spark, data, path):
-    from spark_bsvm.generated_data import rings_frame
-
-    return rings_frame(spark, data)
+    frame = rings_frame(spark, data)
+    columns = [c for c in frame.columns if c != "label"]
+    return Loaded(frame, [VectorAssembler(inputCols=columns, outputCol=FEATURES)])
 
 
 def _forest_synthetic(spark, data, path):
-    from spark_bsvm.generated_data import write_forest_parquet
-
     write_forest_parquet(path, rows=data["rows"], noise=data["noise"], seed=data["seed"])
     return load_parquet(spark, dict(data, label_column="label", features_column=None, feature_columns=None),
                         path)

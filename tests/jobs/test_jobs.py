@@ -68,7 +68,7 @@ def test_predict_writes_a_prediction_and_decision_per_row(spark, trained, capsys
 
 
 def test_evaluate_without_a_model_says_how_to_give_one(capsys):
-    from spark_bsvm import job_cli
+    from spark_bsvm.app import cli
 
-    assert job_cli.run(evaluate.main, ["--config", train.DEFAULT_CONFIG]) == job_cli.EXIT_BAD_INPUT
+    assert cli.run(evaluate.main, ["--config", train.DEFAULT_CONFIG]) == cli.EXIT_BAD_INPUT
     assert "no model to evaluate: pass --model or set [output] model" in capsys.readouterr().err

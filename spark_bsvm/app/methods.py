@@ -19,7 +19,7 @@ method cannot start from a support set.
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from spark_bsvm.estimators import CSVC, BudgetSVM, ElasticBudgetSVM, L0SVM, SlantSparsifier, SpSVM
+from spark_bsvm.ml.estimators import CSVC, BudgetSVM, ElasticBudgetSVM, L0SVM, SlantSparsifier, SpSVM
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pyspark import StorageLevel
 from pyspark.ml import Pipeline, PipelineModel
 
-from spark_bsvm import loaders, methods, report
+from spark_bsvm.app import loaders, methods, report
 
 log = logging.getLogger("spark_bsvm")
 
@@ -44,7 +44,7 @@ def fit(split, model_config, warm_start_from=None):
     """(PipelineModel, timings) of the configured method on ``split.train``.
 
     ``warm_start_from``: the path of a saved model whose support set the fit
-    starts from, through the method's hook in ``spark_bsvm.methods`` (a
+    starts from, through the method's hook in ``spark_bsvm.app.methods`` (a
     ValueError if it has none).  Its support vectors must have the features
     this fit's stages produce (e.g. the same one-hot categories).
     """

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from spark_bsvm.registry import CRASH_EXIT, CRASH_POINTS, ModelRegistry
+from spark_bsvm.app.registry import CRASH_EXIT, CRASH_POINTS, ModelRegistry
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def fake_model(text):
@@ -64,7 +64,7 @@ def test_promoting_an_unknown_version_and_a_corrupt_pointer_are_refused(tmp_path
 SCRIPT = """
 import importlib.util, os, sys
 from pathlib import Path
-spec = importlib.util.spec_from_file_location("registry", "spark_bsvm/registry.py")
+spec = importlib.util.spec_from_file_location("registry", "spark_bsvm/app/registry.py")
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 registry = module.ModelRegistry(sys.argv[1])

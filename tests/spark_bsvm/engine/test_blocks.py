@@ -8,7 +8,8 @@ import scipy.sparse as sp
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.svc import fit_csvc
-from spark_bsvm.engine import SparkEngine, _rows_from_arrow
+from spark_bsvm.engine import SparkEngine
+from spark_bsvm.engine.blocks import rows_from_arrow
 
 pytestmark = pytest.mark.spark
 
@@ -34,11 +35,11 @@ def test_mixed_dense_and_sparse_vectors_become_the_same_csr_block():
     X[5] = 0.0  # an all-zero row, once sparse (no entries) and once dense
     X[6] = 0.0
     column = _arrow_vectors(X, dense_rows={0, 6, 11, 12, 39})
-    rows = _rows_from_arrow(column, 7)
+    rows = rows_from_arrow(column, 7)
     assert sp.issparse(rows)
     np.testing.assert_array_equal(rows.toarray(), X)
     # a slice of the column (Arrow offsets) converts to the matching rows
-    np.testing.assert_array_equal(_rows_from_arrow(column.slice(10, 20), 7).toarray(), X[10:30])
+    np.testing.assert_array_equal(rows_from_arrow(column.slice(10, 20), 7).toarray(), X[10:30])
 
 
 def test_spark_fit_on_sparse_vectors_equals_the_local_fit_on_csr(spark):

@@ -9,8 +9,8 @@ from pyspark.ml.linalg import Vectors, VectorUDT
 from pyspark.sql.types import ArrayType, DoubleType, IntegerType, StringType, StructField, StructType
 
 from bench import common
-from spark_bsvm.config import SCHEMA
-from spark_bsvm.loaders import load, with_scaling
+from spark_bsvm.app.config import SCHEMA
+from spark_bsvm.app.loaders import load, with_scaling
 
 pytestmark = pytest.mark.spark
 

@@ -8,9 +8,10 @@ Exit codes of every job (``jobs/retrain.py`` adds its own, see there):
 
 import argparse
 import logging
+import os
 import sys
 
-from spark_bsvm import config as config_module
+from spark_bsvm.app import config as config_module
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -34,10 +35,30 @@ def load(args, require=config_module.REQUIRED_SECTIONS):
     return config_module.load_config(args.config, args.overrides, require=require)
 
 
+def default_spark_session():
+    """The active SparkSession, spark-submit's, or a local one built for this machine.
+
+    The local session uses every core (``local[*]``), the running Python
+    for the workers, and 4g of driver memory unless ``SPARK_DRIVER_MEMORY``
+    or ``spark.driver.memory`` says otherwise.
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # started by spark-submit: its --master and --conf decide
+        return SparkSession.builder.getOrCreate()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    return (SparkSession.builder.master("local[*]").appName("spark-bsvm")
+            .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "4g"))
+            .config("spark.ui.showConsoleProgress", "false")
+            .getOrCreate())
+
+
 def session():
     """The job's Spark session (active, spark-submit's, or local), Spark's console logging at WARN."""
-    from spark_bsvm.engine import default_spark_session
-
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("spark_bsvm").setLevel(logging.INFO)  # one line per decomposition round
     spark = default_spark_session()

@@ -21,15 +21,9 @@ def _columns_table(X, y):
 
 
 def rings_frame(spark, data):
-    """The rings of ``make_rings`` as a ``Loaded`` DataFrame (numeric columns + an assembler stage)."""
-    from pyspark.ml.feature import VectorAssembler
-
-    from spark_bsvm.loaders import FEATURES, Loaded
-
+    """The rings of ``make_rings`` as a DataFrame of numeric columns x0.. and label."""
     X, y = make_rings(data["rows"] or QUICKSTART_ROWS, data["features"], noise=data["noise"], seed=data["seed"])
-    frame = spark.createDataFrame(_columns_table(X, y).to_pandas())
-    columns = [c for c in frame.columns if c != "label"]
-    return Loaded(frame, [VectorAssembler(inputCols=columns, outputCol=FEATURES)])
+    return spark.createDataFrame(_columns_table(X, y).to_pandas())
 
 
 def write_forest_parquet(path, rows=None, noise=0.05, seed=0):

@@ -5,8 +5,8 @@ import pytest
 from pyspark.ml import PipelineModel
 
 from jobs import retrain
-from spark_bsvm import registry as registry_module
-from spark_bsvm.registry import ModelRegistry
+from spark_bsvm.app import registry as registry_module
+from spark_bsvm.app.registry import ModelRegistry
 
 pytestmark = pytest.mark.spark
 
@@ -72,11 +72,11 @@ def test_a_run_stopped_before_promotion_is_completed_by_the_rerun(spark, tmp_pat
 
 
 def test_warm_start_is_refused_for_methods_without_the_hook(tmp_path, capsys):
-    from spark_bsvm import job_cli
+    from spark_bsvm.app import cli
 
     root = tmp_path / "registry"
-    assert job_cli.run(retrain.main, ["--set", f"retrain.registry={root}", "--set", "retrain.warm_start=true"]
-                       ) == job_cli.EXIT_BAD_INPUT
+    assert cli.run(retrain.main, ["--set", f"retrain.registry={root}", "--set", "retrain.warm_start=true"]
+                       ) == cli.EXIT_BAD_INPUT
     assert "cannot start from a support set" in capsys.readouterr().err
     assert not root.exists()  # refused before the registry or the data were touched
 

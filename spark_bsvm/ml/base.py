@@ -11,7 +11,7 @@ from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
 from core.kernels import KernelSpec
 from spark_bsvm.engine import SparkEngine
-from spark_bsvm.model import BSVMModel
+from spark_bsvm.ml.model import BSVMModel
 
 
 class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):

@@ -1,0 +1,63 @@
+"""From a DataFrame to the numpy blocks the tasks hold: checks on the driver, Arrow to numpy in the task."""
+
+import numpy as np
+
+from core.labels import two_classes
+
+
+def check_training_data(prepared, features_col, label_col, weight_col=None):
+    """(the two label values, the row count) of the training data, or a ValueError naming the problem."""
+    from pyspark.sql import functions as F
+
+    bad_weight = F.lit(False)
+    if weight_col:
+        w = F.col("weight")
+        bad_weight = w.isNull() | F.isnan(w) | (w <= 0) | (w == float("inf"))
+    groups = prepared.groupBy("label").agg(
+        F.count(F.lit(1)).alias("rows"), F.sum(F.col("features").isNull().cast("long")).alias("null_features"),
+        F.sum(bad_weight.cast("long")).alias("bad_weights"),
+    ).collect()
+    n_rows = sum(g["rows"] for g in groups)
+    if n_rows == 0:
+        raise ValueError("the training data is empty: the DataFrame has no rows")
+    null_labels = sum(g["rows"] for g in groups if g["label"] is None)
+    if null_labels:
+        raise ValueError(f"label column '{label_col}' has {null_labels} null value(s); drop or fill those rows")
+    null_features = sum(g["null_features"] for g in groups)
+    if null_features:
+        raise ValueError(f"features column '{features_col}' has {null_features} null value(s); "
+                         "drop or impute those rows")
+    bad_weights = sum(g["bad_weights"] for g in groups)
+    if bad_weights:
+        raise ValueError(f"weight column '{weight_col}' has {bad_weights} value(s) that are null, NaN, infinite "
+                         "or <= 0; instance weights must be positive finite numbers")
+    return two_classes([g["label"] for g in groups]), int(n_rows)
+
+
+def rows_from_arrow(column, n_features):
+    """A VectorUDT column (Arrow struct type/size/indices/values) as a dense array or CSR block."""
+    import scipy.sparse as sp
+
+    kinds = column.field("type").to_numpy(zero_copy_only=False)
+    values = column.field("values")
+    sizes = np.where(kinds == 1, values.value_lengths().to_numpy(zero_copy_only=False),
+                     column.field("size").fill_null(0).to_numpy(zero_copy_only=False))
+    if np.any(sizes != n_features):
+        raise ValueError(f"feature vectors must all have {n_features} entries (the size of the first row), "
+                         f"found sizes {sorted(set(sizes.tolist()) - {n_features})[:5]}; "
+                         "assemble the features consistently")
+    if np.all(kinds == 1):  # all dense
+        flat = values.flatten().to_numpy(zero_copy_only=False)
+        return np.ascontiguousarray(flat.reshape(len(column), n_features), dtype=np.float64)
+    # CSR in one pass over Arrow's flattened lists: a sparse row brings its indices, a dense row
+    # the positions 0..p-1; explicit zeros are dropped
+    lengths = values.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    data = values.flatten().to_numpy(zero_copy_only=False).astype(np.float64)
+    row_of = np.repeat(np.arange(len(column)), lengths)
+    starts = np.cumsum(lengths) - lengths
+    indices = np.arange(data.size, dtype=np.int64) - starts[row_of]
+    from_sparse = np.repeat(kinds == 0, lengths)
+    indices[from_sparse] = column.field("indices").flatten().to_numpy(zero_copy_only=False)
+    keep = data != 0.0
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=len(column)))])
+    return sp.csr_matrix((data[keep], indices[keep], indptr), shape=(len(column), n_features))
