@@ -8,7 +8,17 @@ NJIT_PARALLEL  NJIT plus ``numba.prange`` on numba's thread pool; its size is
 NJIT_FMA       NJIT plus FMA contraction (a * b + c in one rounding), and
                nothing else of fast-math: for element-wise polynomial passes,
                where it measured 15-40% faster and is never less accurate.
+
+Importing this module (every njit module does, before its decorators run)
+also sets the thread policy of ``core.threads`` and installs the cache
+locator of ``core.jit_cache``, so that compiled code is cached per machine
+even where the package is read-only or zipped.
 """
+
+from core import jit_cache, threads
+
+threads.set_wait_policy()
+jit_cache.install()
 
 NJIT = dict(cache=True, nogil=True, fastmath=False)
 NJIT_PARALLEL = dict(NJIT, parallel=True)

@@ -76,6 +76,7 @@ from core.kernels import KernelSpec, finish_tile
 from core.model import KernelExpansion
 from core.partition.ebsvm import ebsvm_batch, ebsvm_describe
 from core.rows import as_rows, is_sparse, squared_norms, stack_rows, take_rows
+from core.threads import one_blas_thread
 
 log = logging.getLogger("spark_bsvm")
 
@@ -169,6 +170,7 @@ class EBSVMLearner:
                                buffer.ids[:n][order])
 
 
+@one_blas_thread
 def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_theta=1.0, average_fraction=0.1,
               seed=0):
     """Train the elastic budget SVM on ``engine``; the model has at most ``budget`` support vectors.

@@ -29,6 +29,11 @@ _CODES = {"rbf": RBF, "linear": LINEAR, "poly": POLY}
 
 _TILE_MACS = 500_000  # multiply-adds per tile; OpenBLAS threads a GEMM from 2^19, and its threads would fight numba's
 _TILE_ROWS, _TILE_COLS = 128, 256  # largest tile: the dot products stay in L2
+# numba's pool only for blocks of at least this many operations (multiply-adds plus ~16 for the exp per
+# value), ~20 ms on one core: a pool thread that the scheduler has put aside costs the whole block a
+# time slice (ms) on a busy machine, and smaller blocks (an SpSVM round on ijcnn1: 25k x 11 values) ran
+# slower on two threads than on one beside busy processes (bench/bench_threads.py)
+_PARALLEL_MIN_OPS = 1 << 28
 _SAME = 2.0**-46  # ||x-z||^2 below this share of |x|^2 + |z|^2 is rounding noise: taken as 0
 _EXP_FLOOR = -708.0  # exp(-708) ~ 3e-308, the domain of _exp_inplace
 
@@ -112,11 +117,11 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None):
     args = (code, x_sq, z_sq, spec.gamma, spec.coef0, spec.degree)
     if is_sparse(X):
         rows, cols = _tile_shape(m, max(1, X.nnz // n))
-        fill = _csr_tiles if _n_tiles(n, m, rows, cols) > 1 else _csr_tiles_serial
+        fill = _csr_tiles if _worth_a_pool(n, m, X.nnz // n, rows, cols) else _csr_tiles_serial
         fill(X.data, X.indices, X.indptr, Zt, *args, rows, cols, K)
     else:
         rows, cols = _tile_shape(m, max(1, X.shape[1]))
-        fill = _dense_tiles if _n_tiles(n, m, rows, cols) > 1 else _dense_tiles_serial
+        fill = _dense_tiles if _worth_a_pool(n, m, X.shape[1], rows, cols) else _dense_tiles_serial
         fill(X, Z, Zt, *args, rows, cols, K)
     return K
 
@@ -144,8 +149,10 @@ def _tile_shape(m, depth):
     return rows, cols
 
 
-def _n_tiles(n, m, rows, cols):
-    return ((n + rows - 1) // rows) * ((m + cols - 1) // cols)
+def _worth_a_pool(n, m, depth, rows, cols):
+    """Whether an (n, m) block of ``depth`` multiply-adds per value goes to numba's thread pool."""
+    n_tiles = ((n + rows - 1) // rows) * ((m + cols - 1) // cols)
+    return n_tiles > 1 and n * m * (depth + 16) >= _PARALLEL_MIN_OPS
 
 
 def _block(X):
@@ -233,8 +240,8 @@ def _csr_tiles(data, indices, indptr, Zt, code, x_sq, z_sq, gamma, coef0, degree
         K[lo:hi, jlo:jhi] = dots
 
 
-# one tile: the same loops on the calling thread.  Waking numba's pool for a single tile costs more than the
-# tile when the cores are busy (measured: 19 ms against 59 us for a small block under load)
+# one tile, or a small block: the same loops on the calling thread.  Waking numba's pool for a single tile
+# costs more than the tile when the cores are busy (measured: 19 ms against 59 us for a small block under load)
 _dense_tiles_serial = numba.njit(**NJIT)(_dense_tiles.py_func)
 _csr_tiles_serial = numba.njit(**NJIT)(_csr_tiles.py_func)
 

@@ -63,6 +63,7 @@ from core.partition.l0svm import l0_coefficients, l0_remap, sample_rows
 from core.rows import n_rows, stack_rows, take_rows
 from core.support_set import SupportSet
 from core.svc import check_positive
+from core.threads import one_blas_thread
 
 log = logging.getLogger("spark_bsvm")
 
@@ -70,6 +71,7 @@ MARGINS = ("kernel", "identity")
 _LINEAR = KernelSpec("linear")
 
 
+@one_blas_thread
 def fit_l0svm(engine, *, C_xi=1.0, C_alpha=0.2, kernel=None, margin="kernel", eps=1e-4, max_outer=100,
               initial="random", m0=500, seed=0, tol=1e-6, working_set_size=1024, max_rounds=20_000):
     """Train the L0-norm SVM on ``engine``; returns the sparse KernelExpansion.

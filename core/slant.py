@@ -41,12 +41,14 @@ from core.kernels import KernelSpec, kernel_block
 from core.model import KernelExpansion
 from core.partition.slant import NEG, POS, add_steps, slant_round
 from core.rows import stack_rows, take_rows
+from core.threads import one_blas_thread
 
 log = logging.getLogger("spark_bsvm")
 
 _SLACK = 1e-12  # relative margin on a drift bound, for the rounding of the responses the driver cannot see
 
 
+@one_blas_thread
 def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_steps=None, aggressive=False,
               candidates_per_class=64):
     """Sparsify ``reference`` (a ``KernelExpansion`` trained on the same labels) on ``engine``'s data.

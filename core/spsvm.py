@@ -61,6 +61,7 @@ from core.model import KernelExpansion
 from core.partition.spsvm import (BIAS_TERM, basis_kernel, spsvm_add_basis, spsvm_gradient, spsvm_line, spsvm_restore,
                                   spsvm_score, spsvm_start)
 from core.rows import as_rows, n_rows, stack_rows, take_rows
+from core.threads import one_blas_thread
 
 log = logging.getLogger("spark_bsvm")
 
@@ -356,6 +357,7 @@ class _Fit:
             self.engine.run(spsvm_restore, request, rebuild=lambda: request)
 
 
+@one_blas_thread
 def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="method2", retrain="schedule",
               tol=1e-6, newton_tol=1e-10, max_newton=50, keep_path_coef=True, initial_basis=None):
     """Train SpSVM-2 on ``engine``: a kernel expansion over at most ``max_basis`` training examples.

@@ -26,6 +26,7 @@ import numpy as np
 from core.dual import DualProblem, solve_dual, log
 from core.kernels import KernelSpec
 from core.model import KernelExpansion
+from core.threads import one_blas_thread
 
 BALL_MODES = ("multiplier", "pair_bounds")
 
@@ -47,6 +48,7 @@ def _to_model(engine, kernel, solution, method, params, extra=None):
                            engine.n_features, meta, ids)
 
 
+@one_blas_thread
 def fit_csvc(engine, *, C=1.0, kernel=None, tol=1e-3, working_set_size=1024, max_rounds=20_000):
     """Train LIBSVM's C-SVC on ``engine``; per-example weights scale the box (C w_i)."""
     kernel = kernel or KernelSpec()
@@ -57,6 +59,7 @@ def fit_csvc(engine, *, C=1.0, kernel=None, tol=1e-3, working_set_size=1024, max
     return _to_model(engine, kernel, solution, "csvc", params)
 
 
+@one_blas_thread
 def fit_budget_svm(engine, *, budget, C=1.0, norm="l1", kernel=None, tol=1e-3, working_set_size=1024,
                    max_rounds=20_000, prune=False, ball="multiplier"):
     """Train Dekel & Singer's budget-L1 (``norm="l1"``) or budget-L2 SVM.

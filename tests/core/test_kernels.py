@@ -53,6 +53,21 @@ def test_block_matches_naive(spec, shape, x_kind, z_kind):
     assert_allclose(K, naive_kernel(X, Z, spec), rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("spec", SPECS[:2], ids=lambda s: s.name)
+@pytest.mark.parametrize("shape", [(300, 30, 12), (20, 300, 6), (1, 9, 5)], ids=str)
+@pytest.mark.parametrize("x_kind", KINDS)
+def test_thread_pool_and_calling_thread_fill_the_same_block(monkeypatch, spec, shape, x_kind):
+    """Small blocks stay on the calling thread; forced onto numba's pool they give the same bits."""
+    import core.kernels
+
+    X, Z = _pairs(*shape, x_kind, "dense")
+    serial = kernel_block(X, Z, spec)
+    monkeypatch.setattr(core.kernels, "_PARALLEL_MIN_OPS", 0)
+    pooled = kernel_block(X, Z, spec)
+    np.testing.assert_array_equal(pooled, serial)
+    assert_allclose(pooled, naive_kernel(X, Z, spec), rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_rbf_identical_rows_give_exactly_one(kind):
     X = _rows(200, 30, 3, kind) * 7.0

@@ -1,0 +1,123 @@
+"""Cold start: the first fit in a fresh Python process against the second, for every method.
+
+Each row is one fresh process that fits all six methods on Ripley's 250 training rows (``LocalEngine``)
+twice; the first round of fits pays what a new process pays (imports, loading or compiling numba's
+machine code), the second is the steady state.  The package is imported in three ways:
+
+    tree      this checkout, as ``pip install -e .`` leaves it (numba caches beside the sources)
+    readonly  a copy of ``core/`` whose files and folders are read-only, as in a system site-packages
+    zip       ``core/`` in a zip file on ``sys.path``, as ``spark-submit --py-files`` ships it
+
+Each mode runs twice: the first process of a mode may compile (its cache is new), the second shows
+what every later process, and every Spark executor on the machine, pays.  The read-only copy and the
+zip are made anew, in a new folder, for each process: Spark unpacks ``--py-files`` under a new
+``spark-<uuid>`` folder for every application.  ``NUMBA_CACHE_DIR`` is
+left unset, so the package's own choice of cache directory is what is measured.
+
+    python -m bench.bench_cold_start
+"""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+from bench.common import print_table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _child():
+    """Two rounds of fits of every method; print each round's wall seconds as JSON."""
+    start = time.perf_counter()
+    from bench.common import load_ripley
+    from core.ebsvm import fit_ebsvm
+    from core.engine import LocalEngine
+    from core.kernels import KernelSpec
+    from core.l0svm import fit_l0svm
+    from core.slant import fit_slant
+    from core.spsvm import fit_spsvm
+    from core.svc import fit_budget_svm, fit_csvc
+
+    imported = time.perf_counter() - start
+    X, y, _, _ = load_ripley()
+    kernel = KernelSpec("rbf", gamma=4.0)
+
+    def fits():
+        engine = LocalEngine(X, y, n_partitions=2)
+        reference = fit_csvc(engine, C=1.0, kernel=kernel)
+        fit_budget_svm(LocalEngine(X, y, n_partitions=2), budget=20, C=0.5, norm="l2", kernel=kernel)
+        fit_slant(LocalEngine(X, y, n_partitions=2), reference, max_support=10)
+        fit_ebsvm(LocalEngine(X, y, n_partitions=2), budget=10, lam=1e-2, kernel=kernel)
+        fit_spsvm(LocalEngine(X, y, n_partitions=2), max_basis=10, lam=1e-2, kernel=kernel)
+        fit_l0svm(LocalEngine(X, y, n_partitions=2), C_xi=1.0, C_alpha=0.2, kernel=kernel)
+
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        fits()
+        times.append(time.perf_counter() - start)
+    import core
+
+    print(json.dumps({"import": imported, "first": times[0], "second": times[1], "core": core.__file__}))
+
+
+def _readonly_copy(folder):
+    target = folder / "core"
+    shutil.copytree(ROOT / "core", target, ignore=shutil.ignore_patterns("__pycache__"))
+    for package in [target] + [path for path in target.rglob("*") if path.is_dir()]:
+        (package / "__pycache__").touch()  # a file where the cache folder would go: read-only even for root
+    for path in sorted(target.rglob("*"), reverse=True) + [target]:
+        path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    return str(folder)
+
+
+def _zipped(folder):
+    archive = folder / "core.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in sorted((ROOT / "core").rglob("*.py")):
+            zf.write(path, path.relative_to(ROOT))
+    return str(archive)
+
+
+def _run(path_entry):
+    env = dict(os.environ)
+    env.pop("NUMBA_CACHE_DIR", None)
+    # bench/ from this checkout, core/ from path_entry (first on the path)
+    env["PYTHONPATH"] = os.pathsep.join([path_entry, str(ROOT)])
+    done = subprocess.run([sys.executable, "-c", "from bench.bench_cold_start import _child; _child()"],
+                          env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True)
+    if done.returncode:
+        return {"error": done.stderr.strip().splitlines()[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main():
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores\n")
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        modes = {"tree": lambda place: str(ROOT), "readonly": _readonly_copy, "zip": _zipped}
+        for mode, make in modes.items():
+            for process in (1, 2):
+                place = Path(folder, f"{mode}-{process}")
+                place.mkdir()
+                result = _run(str(make(place)))
+                if "error" in result:
+                    rows.append([mode, process, "-", "-", "-", "-", result["error"][:60]])
+                    continue
+                rows.append([mode, process, result["import"], result["first"], result["second"],
+                             result["first"] - result["second"], str(Path(result["core"]).parent)[-28:]])
+        for path in Path(folder).rglob("*"):  # let TemporaryDirectory remove the read-only copy
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    print_table(["mode", "process", "import s", "first fits s", "second fits s", "first - second s", "core from"],
+                rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
