@@ -8,13 +8,12 @@ L0-SVM) produces one.  ``coef_j`` is signed (a_j y_j for dual methods).
 
 import io
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
+from core.atomic_file import atomic_write
 from core.kernels import KernelSpec, kernel_block
 from core.labels import decode_labels
 from core.rows import as_rows, is_sparse, n_rows, squared_norms, take_rows
@@ -124,14 +123,8 @@ class KernelExpansion:
     def save(self, path):
         """Write the model to ``path`` (a .npz file) atomically: a crash leaves the old file intact."""
         payload = self.to_bytes()
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(payload)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        with atomic_write(path) as f:
+            f.write(payload)
 
     @classmethod
     def load(cls, path):

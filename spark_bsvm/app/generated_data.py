@@ -1,10 +1,10 @@
 """Generated data sets as Spark inputs: the quick-start rings, the Forest-shaped Parquet file."""
 
 import os
-import uuid
 
 import numpy as np
 
+from core.atomic_file import atomic_write
 from core.synthetic import FOREST_ROWS, make_forest_like, make_rings
 
 QUICKSTART_ROWS = 9000
@@ -47,12 +47,6 @@ def write_forest_parquet(path, rows=None, noise=0.05, seed=0):
     X, y = make_forest_like(rows or FOREST_ROWS, noise=noise, seed=seed)
     table = _columns_table(X, y)
     table = table.replace_schema_metadata({_GENERATOR_KEY: key})
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-    try:
-        pq.write_table(table, tmp, row_group_size=65536)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_write(path) as f:
+        pq.write_table(table, f, row_group_size=65536)
     return path

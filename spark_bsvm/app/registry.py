@@ -22,6 +22,8 @@ import re
 import shutil
 import uuid
 
+from core.atomic_file import atomic_write, fsync_folder
+
 CRASH_POINTS = ("staged", "published", "pointer_written")
 CRASH_EXIT = 137  # as if killed by SIGKILL
 _VERSION = re.compile(r"^[0-9]+$")
@@ -31,14 +33,6 @@ def _crash_point(name):
     """Kill the process here when ``BSVM_REGISTRY_CRASH_AT`` names this point (fault-injection tests)."""
     if os.environ.get("BSVM_REGISTRY_CRASH_AT") == name:
         os._exit(CRASH_EXIT)
-
-
-def _fsync_dir(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class ModelRegistry:
@@ -107,7 +101,7 @@ class ModelRegistry:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        _fsync_dir(self.versions_dir)
+        fsync_folder(self.versions_dir)
         _crash_point("published")
         return version
 
@@ -115,14 +109,9 @@ class ModelRegistry:
         """Make ``version`` the current one, atomically."""
         if version not in self.versions():
             raise ValueError(f"version {version} is not published in {self.versions_dir}")
-        tmp = os.path.join(self.root, f"CURRENT.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "w") as f:
+        with atomic_write(os.path.join(self.root, "CURRENT"), "w", durable=True,
+                          before_replace=lambda: _crash_point("pointer_written")) as f:
             f.write(f"{version}\n")
-            f.flush()
-            os.fsync(f.fileno())
-        _crash_point("pointer_written")
-        os.replace(tmp, os.path.join(self.root, "CURRENT"))
-        _fsync_dir(self.root)
 
     def clean_staging(self):
         """Remove what crashed runs left: staging directories and unrenamed pointer files."""

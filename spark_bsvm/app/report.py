@@ -10,12 +10,12 @@ for any model) and, when the method recorded one, its training path:
 
 import json
 import os
-import tempfile
 
 import numpy as np
 from pyspark.ml.functions import vector_to_array
 from pyspark.sql import functions as F
 
+from core.atomic_file import atomic_write
 from spark_bsvm.ml.model import BSVMModel
 
 
@@ -57,17 +57,9 @@ def training_record(svm):
 
 def write_json(report, path):
     """Write ``report`` as indented JSON to ``path`` atomically (a crash leaves the old file)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(report, f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_write(path, "w") as f:
+        json.dump(report, f, indent=2, sort_keys=True)
+        f.write("\n")
 
 
 def held_out_sample(pipeline_model, test, rows, seed=0):
