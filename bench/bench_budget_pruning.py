@@ -31,31 +31,18 @@ paper's C0 = 10, sigma = 1:
 """
 
 import argparse
-import sys
 import time
 
 import numpy as np
 
-from bench.common import print_table, require
+from bench.common import print_table
+from core.benchmark_files import shuttle_problems
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.svc import fit_budget_svm, fit_csvc
 
 BUDGETS = (10, 20, 30, 40, 60, 80, 160)
 N_TRAIN, N_TEST = 1000, 4000
-
-
-def problems(n_problems, seed=0, on_missing=sys.exit):
-    """Random train/test draws of shuttle class 1 vs rest, scaled to unit average norm."""
-    table = np.loadtxt(require("shuttle", "shuttle.trn", on_missing=on_missing))
-    X = table[:, :-1] / np.abs(table[:, :-1]).max(axis=0)
-    y = np.where(table[:, -1] == 1, 1.0, -1.0)
-    rng = np.random.default_rng(seed)
-    for _ in range(n_problems):
-        idx = rng.permutation(y.size)
-        tr, te = idx[:N_TRAIN], idx[N_TRAIN:N_TRAIN + N_TEST]
-        scale = np.sqrt((X[tr] ** 2).sum(axis=1)).mean()
-        yield X[tr] / scale, y[tr], X[te] / scale, y[te]
 
 
 def main():
@@ -70,7 +57,7 @@ def main():
     csvc_C = {"csvc": args.C0 / N_TRAIN, "csvc C0": args.C0}
     full_csvc = {key: np.zeros(2) for key in csvc_C}
     start = time.perf_counter()
-    for X, y, Xt, yt in problems(args.problems):
+    for X, y, Xt, yt in shuttle_problems(args.problems, N_TRAIN, N_TEST):
         def error(model):
             return 100 * np.mean(model.predict(Xt) != yt)
 

@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from bench.common import load_ripley, print_table
+from core.benchmark_files import ripley_subsets
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.l0svm import fit_l0svm
@@ -27,18 +28,12 @@ C_XI, C_ALPHA = 1.0, 0.2
 GAMMAS = {4.0: "exp(-d^2/r^2), r=0.5", 2.0: "exp(-d^2/(2s^2)), s=0.5"}
 
 
-def ripley_subsets(n_train):
-    """Index arrays of Table 1's 20 random 100-point training subsets (seeded)."""
-    rng = np.random.default_rng(SEED)
-    return [rng.choice(n_train, SUBSET_SIZE, replace=False) for _ in range(SUBSETS)]
-
-
 def ripley_table1(fit, data=None):
     """Mean support size, test error (%) and training seconds of ``fit(engine)`` over the subsets,
     and the models."""
     X, y, Xt, yt = data or load_ripley()
     models, errors, seconds = [], [], []
-    for idx in ripley_subsets(X.shape[0]):
+    for idx in ripley_subsets(X.shape[0], SUBSETS, SUBSET_SIZE, SEED):
         start = time.perf_counter()
         model = fit(LocalEngine(X[idx], y[idx]))
         seconds.append(time.perf_counter() - start)

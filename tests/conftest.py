@@ -7,17 +7,17 @@ import sys
 import numpy as np
 import pytest
 
-from bench import common
+from core import benchmark_files
 
 def load_libsvm(*parts, n_features):
     """A LIBSVM-format benchmark file as (CSR, labels); skips the test when it is absent."""
-    return common.load_libsvm(*parts, n_features=n_features, on_missing=pytest.skip)
+    return benchmark_files.load_libsvm(*parts, n_features=n_features, on_missing=pytest.skip)
 
 
 @pytest.fixture(scope="session")
 def ripley():
     """Ripley's synthetic set: (X_train, y_train, X_test, y_test), labels 0/1."""
-    return common.load_ripley(on_missing=pytest.skip)
+    return benchmark_files.load_ripley(on_missing=pytest.skip)
 
 
 @pytest.fixture(scope="session")

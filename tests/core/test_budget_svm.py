@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bench.bench_budget_pruning import problems
+from core.benchmark_files import shuttle_problems
 from core.engine import LocalEngine
 from core.kernels import KernelSpec, kernel_block
 from core.svc import fit_budget_svm, fit_csvc
@@ -86,7 +86,7 @@ def test_pruning_keeps_the_largest_weights():
 
 def test_pruned_budget_svm_keeps_its_accuracy_where_a_pruned_csvc_breaks():
     """Dekel & Singer's Figure 1 on the first draw of bench_budget_pruning (shuttle, 1,000 / 4,000)."""
-    X, y, Xt, yt = next(problems(1, on_missing=pytest.skip))
+    X, y, Xt, yt = next(shuttle_problems(1, on_missing=pytest.skip))
     kernel, B, C0 = KernelSpec("rbf", gamma=32.0), 40, 3000.0
     budget = fit_budget_svm(LocalEngine(X, y), budget=B, C=C0 / B, kernel=kernel)
     csvc = fit_csvc(LocalEngine(X, y), C=C0 / y.size, kernel=kernel)

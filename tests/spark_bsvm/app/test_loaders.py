@@ -8,7 +8,7 @@ from pyspark.ml import Pipeline
 from pyspark.ml.linalg import Vectors, VectorUDT
 from pyspark.sql.types import ArrayType, DoubleType, IntegerType, StringType, StructField, StructType
 
-from bench import common
+from core.benchmark_files import require
 from spark_bsvm.app.config import SCHEMA
 from spark_bsvm.app.loaders import load, with_scaling
 
@@ -136,7 +136,7 @@ def test_unknown_source_and_missing_path(spark):
 
 @pytest.mark.data
 def test_covtype_subsample_label_first(spark):
-    path = common.require("covtype", "covtype.binary.scale.subsample20k.csv", on_missing=pytest.skip)
+    path = require("covtype", "covtype.binary.scale.subsample20k.csv", on_missing=pytest.skip)
     loaded = load(spark, data(source="csv", path=str(path), label_column=0, positive_label=2))
     frame = Pipeline(stages=loaded.stages).fit(loaded.frame).transform(loaded.frame)
     assert frame.count() == 20_000 and frame.filter("label = 1.0").count() == 9_814
@@ -145,7 +145,7 @@ def test_covtype_subsample_label_first(spark):
 
 @pytest.mark.data
 def test_kddcup99_file(spark):
-    path = common.require("kddcup99", "kddcup.data_10_percent.gz", on_missing=pytest.skip)
+    path = require("kddcup99", "kddcup.data_10_percent.gz", on_missing=pytest.skip)
     frame = load(spark, data(source="kddcup99", path=str(path), positive_label="normal.")).frame.cache()
     try:
         assert frame.count() == 494_021 and frame.filter("label = 1.0").count() == 97_278
@@ -157,6 +157,6 @@ def test_kddcup99_file(spark):
 
 @pytest.mark.data
 def test_libsvm_file(spark):
-    path = common.require("a8a", "a8a", on_missing=pytest.skip)
+    path = require("a8a", "a8a", on_missing=pytest.skip)
     frame = load(spark, data(source="libsvm", path=str(path), num_features=123)).frame
     assert frame.count() == 22_696 and frame.first()["features"].size == 123

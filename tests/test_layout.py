@@ -1,0 +1,119 @@
+"""The architecture the README's "What is here" table promises, checked on the sources.
+
+- no two modules import each other, directly or around a longer loop (imports inside functions count);
+- ``core`` never imports pyspark (it runs without a JVM);
+- no test imports a bench script, and the library imports neither tests nor benches;
+- every partition function is in the one table the Spark engine looks names up in.
+"""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("core", "spark_bsvm", "jobs", "bench", "tests")
+
+
+def _modules():
+    """{dotted module name: path} of every Python file of the project."""
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _imports(path, name, modules):
+    """The project modules that the module ``name`` at ``path`` imports."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the package, one level up per extra dot
+                parts = package.split(".")
+                above = ".".join(parts[:len(parts) - node.level + 1])
+                base = f"{above}.{base}" if base else above
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+        else:
+            continue
+        out.update(t for t in targets if t in modules or t.split(".")[0] == "pyspark")
+    out.discard(name)
+    return out
+
+
+def _graph():
+    modules = _modules()
+    return {name: _imports(path, name, modules) for name, path in modules.items()}
+
+
+def _cycles(graph):
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, components = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return components
+
+
+def test_no_import_cycles():
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_core_never_imports_pyspark():
+    offenders = {name: sorted(i for i in imports if i.startswith("pyspark"))
+                 for name, imports in _graph().items() if name.split(".")[0] == "core"}
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_tests_do_not_import_benches_and_the_library_imports_neither():
+    graph = _graph()
+    wrong = sorted((name, i) for name, imports in graph.items() for i in imports
+                   if (name.startswith("tests") and i.startswith("bench"))
+                   or (name.split(".")[0] in ("core", "spark_bsvm", "jobs") and i.split(".")[0] in ("tests", "bench")))
+    assert wrong == []
+
+
+def test_every_partition_function_is_in_the_table():
+    import inspect
+
+    import core.partition as partition
+    from core.partition import PARTITION_FUNCTIONS, dual, ebsvm, l0svm, slant, spsvm
+
+    for module in (dual, ebsvm, l0svm, slant, spsvm):
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            parameters = list(inspect.signature(fn).parameters)
+            public = fn.__module__ == module.__name__ and not name.startswith("_")
+            if public and parameters == ["data", "state", "request"]:
+                assert PARTITION_FUNCTIONS.get(name) is fn, f"{module.__name__}.{name} is not in PARTITION_FUNCTIONS"
+    assert partition.function_name(dual.dual_round) == "dual_round"
