@@ -117,3 +117,16 @@ def test_every_partition_function_is_in_the_table():
             if public and parameters == ["data", "state", "request"]:
                 assert PARTITION_FUNCTIONS.get(name) is fn, f"{module.__name__}.{name} is not in PARTITION_FUNCTIONS"
     assert partition.function_name(dual.dual_round) == "dual_round"
+
+
+LAYERS = ["jobs", "spark_bsvm.app", "spark_bsvm.ml", "spark_bsvm.engine", "core"]  # each imports only rightwards
+
+
+def _layer(name):
+    return next((k for k, layer in enumerate(LAYERS) if name == layer or name.startswith(layer + ".")), None)
+
+
+def test_imports_flow_one_way_from_the_jobs_to_core():
+    upward = sorted((name, i) for name, imports in _graph().items() for i in imports
+                    if _layer(name) is not None and _layer(i) is not None and _layer(i) < _layer(name))
+    assert upward == []

@@ -1,0 +1,218 @@
+"""The Spark engine against LocalEngine: the same fit, the same seed, what Spark adds.
+
+Per case, one fit on ``SparkEngine`` (Spark ``local[2]``, 2 partitions, the DataFrame cached and
+counted first) and one on ``LocalEngine`` (2 partitions, the same rows in the same order), in one
+process, alternating (Spark, local, Spark, local, ... with ``--repeats``; medians).  Printed:
+
+    session     seconds to start the Spark session (once)
+    start s     seconds to start the engine: Spark's checks of the data, the barrier stage, the tasks'
+                blocks and connections; LocalEngine's split into blocks
+    blocks s    the slowest task's seconds from the Arrow batches to its numpy block (Spark only)
+    MB/s        that task's block size over that time
+    first       seconds of the first round (Spark: tasks' start, their blocks, numba's loading)
+    rounds      rounds of the fit (the same on both engines)
+    rounds s    seconds from the engine's start to the model
+    fit s       seconds of the whole fit, engine start included, session start excluded
+    cpu s       the driver process' CPU seconds of the fit (the Spark tasks run in other processes)
+    per round   (Spark rounds s - local rounds s) / rounds, in ms: what a round costs beyond the partition work
+    ratio       Spark fit / local fit
+    same        both models equal: the same support vectors and coefficients within 1e-8
+
+Before the cases, a small SpSVM fit runs twice on the fresh executors: the first pays for the
+Python workers' start, the imports and loading numba's cached code.
+
+Cases: C-SVC and budget-L1 on ijcnn1 (gamma = 1, C = 10; budget 500, C = 10 / 500), SpSVM-2 (d = 300,
+lambda = 1/32, gamma = 0.5), the slant sparsifier of the C-SVC (to 300 support vectors) and EBSVM
+(B = 200, lambda = 1e-5, gamma = 1) on ijcnn1's 49,990 training rows; budget-L1 and SpSVM-2 (d = 200)
+on the generated Forest-shaped 522,910 x 54 set.
+
+    python -m bench.bench_engines [--cases csvc-ijcnn1,spsvm-forest] [--repeats 1]
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from bench.common import load_libsvm, print_table
+from core.ebsvm import fit_ebsvm
+from core.engine import LocalEngine
+from core.kernels import KernelSpec
+from core.slant import fit_slant
+from core.spsvm import fit_spsvm
+from core.svc import fit_budget_svm, fit_csvc
+from core.synthetic import FOREST_ROWS, make_forest_like
+
+PARTITIONS = 2
+HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "first s", "rounds", "rounds s", "fit s", "cpu s",
+          "per round ms", "ratio", "same"]
+
+
+def _ijcnn1():
+    X, y = load_libsvm("ijcnn1", "ijcnn1", n_features=22)
+    return X.toarray(), y
+
+
+def _forest():
+    return make_forest_like(FOREST_ROWS, noise=0.05, seed=0)
+
+
+def _reference(X, y):
+    """The C-SVC that the slant case sparsifies (trained once, locally)."""
+    with LocalEngine(X, y, n_partitions=PARTITIONS) as engine:
+        return fit_csvc(engine, C=10.0, kernel=KernelSpec("rbf", gamma=1.0))
+
+
+# name: (data, fit(engine, extra), extra(X, y) computed once before the timed fits)
+CASES = {
+    "csvc-ijcnn1": (_ijcnn1, lambda e, _: fit_csvc(e, C=10.0, kernel=KernelSpec("rbf", gamma=1.0)), None),
+    "budget_l1-ijcnn1": (_ijcnn1, lambda e, _: fit_budget_svm(e, budget=500, C=10.0 / 500, norm="l1",
+                                                              kernel=KernelSpec("rbf", gamma=1.0)), None),
+    "spsvm-ijcnn1": (_ijcnn1, lambda e, _: fit_spsvm(e, max_basis=300, lam=1 / 32,
+                                                     kernel=KernelSpec("rbf", gamma=0.5)), None),
+    "slant-ijcnn1": (_ijcnn1, lambda e, reference: fit_slant(e, reference, max_support=300), _reference),
+    "ebsvm-ijcnn1": (_ijcnn1, lambda e, _: fit_ebsvm(e, budget=200, lam=1e-5, kernel=KernelSpec("rbf", gamma=1.0),
+                                                     seed=0), None),
+    "budget_l1-forest": (_forest, lambda e, _: fit_budget_svm(e, budget=500, C=10.0 / 500, norm="l1",
+                                                              kernel=KernelSpec("rbf", gamma=0.5)), None),
+    "spsvm-forest": (_forest, lambda e, _: fit_spsvm(e, max_basis=200, lam=1 / 32,
+                                                     kernel=KernelSpec("rbf", gamma=0.5)), None),
+}
+
+
+class _Timed:
+    """An engine seen by a solver, counting its rounds and timing the first one."""
+
+    def __init__(self, engine):
+        self._engine, self.rounds, self.first = engine, 0, None
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+    def run(self, function, request, rebuild=None):
+        start = time.perf_counter()
+        answers = self._engine.run(function, request, rebuild)
+        if self.rounds == 0:
+            self.first = time.perf_counter() - start
+        self.rounds += 1
+        return answers
+
+
+def _fit(make_engine, fit, extra):
+    wall, cpu = time.perf_counter(), time.process_time()
+    with make_engine() as engine:
+        started = time.perf_counter() - wall
+        timed = _Timed(engine)
+        model = fit(timed, extra)
+        blocks = getattr(engine, "block_timings", None)
+    return {"model": model, "fit": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "start": started,
+            "rounds": timed.rounds, "first": timed.first, "blocks": blocks}
+
+
+def _same(a, b):
+    """Equal models: support vectors (as rows) and coefficients within 1e-8, bias too."""
+    if a.n_support != b.n_support:
+        return False
+    rows = lambda m: m.support_vectors.toarray() if hasattr(m.support_vectors, "toarray") else m.support_vectors
+    order_a = np.lexsort(rows(a).T[::-1])
+    order_b = np.lexsort(rows(b).T[::-1])
+    return (np.allclose(rows(a)[order_a], rows(b)[order_b], rtol=0, atol=1e-12)
+            and np.allclose(a.coef[order_a], b.coef[order_b], rtol=0, atol=1e-8)
+            and abs(a.bias - b.bias) <= 1e-8)
+
+
+def _spark_frame(spark, X, y):
+    """A cached DataFrame of (features vector, label) in PARTITIONS partitions holding the same contiguous
+    row ranges, in the same order, as LocalEngine's."""
+    import pyarrow as pa
+    from pyspark.ml.functions import array_to_vector
+
+    bounds = np.linspace(0, len(y), PARTITIONS + 1).astype(np.int64)
+    table = pa.table({"part": np.searchsorted(bounds, np.arange(len(y)), side="right") - 1,
+                      "position": np.arange(len(y)), "label": y.astype(np.float64),
+                      "x": pa.FixedSizeListArray.from_arrays(np.ascontiguousarray(X, np.float64).ravel(), X.shape[1])})
+    frame = (spark.createDataFrame(table).repartitionByRange(PARTITIONS, "part").sortWithinPartitions("position")
+             .select(array_to_vector("x").alias("features"), "label").cache())
+    frame.count()
+    return frame
+
+
+def _executor_cold_start(spark, SparkEngine):
+    """Seconds of the first and the second small SpSVM fit on the session's fresh Python workers."""
+    from core.synthetic import make_rings
+
+    X, y = make_rings(400, 4, seed=0)
+    frame = _spark_frame(spark, X, y)
+    fit = CASES["spsvm-ijcnn1"][1]
+    return [_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, None)["fit"] for _ in range(2)]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated names of " + ", ".join(CASES))
+    parser.add_argument("--repeats", type=int, default=1)
+    args = parser.parse_args()
+    names = [n for n in args.cases.split(",") if n]
+    unknown = sorted(set(names) - set(CASES))
+    if unknown:
+        parser.error(f"unknown cases {unknown}; known: {sorted(CASES)}")
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    start = time.perf_counter()
+    from pyspark.sql import SparkSession
+
+    from spark_bsvm.engine import SparkEngine
+
+    spark = (SparkSession.builder.master(f"local[{PARTITIONS}]").appName("bench_engines")
+             .config("spark.driver.memory", "8g").config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "65536").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    session = time.perf_counter() - start
+    print(f"Spark session started in {session:.1f} s")
+    cold = _executor_cold_start(spark, SparkEngine)
+    print(f"fresh executors: a small SpSVM fit took {cold[0]:.2f} s the first time, {cold[1]:.2f} s the second "
+          f"(+{cold[0] - cold[1]:.2f} s: Python workers, imports, numba's cached code)\n")
+
+    rows, loaded = [], {}
+    for name in names:
+        data, fit, make_extra = CASES[name]
+        if data not in loaded:
+            loaded.clear()
+            X, y = data()
+            loaded[data] = (X, y, _spark_frame(spark, X, y))
+        X, y, frame = loaded[data]
+        extra = make_extra(X, y) if make_extra else None
+        runs = {"spark": [], "local": []}
+        for _ in range(args.repeats):
+            runs["spark"].append(_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, extra))
+            runs["local"].append(_fit(lambda: LocalEngine(X, y, n_partitions=PARTITIONS), fit, extra))
+        med = {k: {q: statistics.median(r[q] for r in v) for q in ("fit", "cpu", "first", "start")} for k, v in runs.items()}
+        spark_run, local_run = runs["spark"][-1], runs["local"][-1]
+        blocks = spark_run["blocks"]
+        if blocks:
+            slowest = max(blocks, key=lambda b: b["seconds"])
+            block_s, mb_s = slowest["seconds"], slowest["bytes"] / 1e6 / max(slowest["seconds"], 1e-9)
+        else:
+            block_s = mb_s = "-"
+        rounds_s = {k: med[k]["fit"] - med[k]["start"] for k in med}
+        per_round = 1e3 * (rounds_s["spark"] - rounds_s["local"]) / max(spark_run["rounds"], 1)
+        for engine in ("spark", "local"):
+            rows.append([name, engine, med[engine]["start"], block_s if engine == "spark" else "-",
+                         mb_s if engine == "spark" else "-", med[engine]["first"], runs[engine][-1]["rounds"],
+                         rounds_s[engine], med[engine]["fit"], med[engine]["cpu"],
+                         per_round if engine == "spark" else "-",
+                         med["spark"]["fit"] / med["local"]["fit"] if engine == "spark" else "-",
+                         _same(spark_run["model"], local_run["model"]) if engine == "spark" else "-"])
+        print_table(HEADER, rows[-2:])
+        print(flush=True)
+    print(f"all cases (session start {session:.1f} s, not in the fits):")
+    print_table(HEADER, rows)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
