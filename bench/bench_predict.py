@@ -1,0 +1,98 @@
+"""Prediction: a model of 1,000 support vectors applied to 1,000,000 rows of 54 features.
+
+Three lines, in one process:
+
+    kernel limit     kernel_block of 100,000 rows against the 1,000 support vectors (RBF) on numba's
+                     default pool, scaled to the row count: the rate prediction cannot beat
+    decision_function  ``KernelExpansion.decision_function`` in-process, on the same pool
+    transform        ``BSVMModel.transform`` on Spark ``local[2]``: the rows generated as a Parquet file
+                     (untimed), read, scored and written to Parquet (prediction, rawPrediction)
+
+The model's support vectors are random rows of the Forest-shaped set, the coefficients random: the
+cost of prediction depends on the support size, not on how the model was trained.
+
+    python -m bench.bench_predict [--rows 1000000] [--support 1000]
+"""
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from bench.common import print_table
+from core.kernels import KernelSpec, kernel_block
+from core.model import KernelExpansion
+from core.rows import squared_norms
+from core.synthetic import make_forest_like
+
+
+def _model(X, support, seed=0):
+    rng = np.random.default_rng(seed)
+    sv = X[rng.choice(X.shape[0], support, replace=False)]
+    return KernelExpansion(sv, rng.standard_normal(support), 0.1, KernelSpec("rbf", gamma=0.5), [0.0, 1.0],
+                           X.shape[1], {})
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--support", type=int, default=1000)
+    args = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
+          f"{args.rows:,} rows x 54 features, {args.support:,} support vectors (RBF)\n")
+    X, _ = make_forest_like(args.rows, noise=0.05, seed=1)
+    expansion = _model(X, args.support)
+    rows = []
+
+    sample = X[:100_000]
+    sample_norms = squared_norms(sample)
+    kernel_block(sample[:20_000], expansion.support_vectors, expansion.kernel)  # the pooled kernel's code loaded
+    wall, cpu = time.perf_counter(), time.process_time()
+    kernel_block(sample, expansion.support_vectors, expansion.kernel, x_sq_norms=sample_norms)
+    scale = args.rows / sample.shape[0]
+    limit = (time.perf_counter() - wall) * scale
+    rows.append(["kernel limit", limit, (time.process_time() - cpu) * scale, args.rows / limit, 1.0])
+
+    expansion.decision_function(X[:1000])
+    wall, cpu = time.perf_counter(), time.process_time()
+    expansion.decision_function(X)
+    seconds = time.perf_counter() - wall
+    rows.append(["decision_function", seconds, time.process_time() - cpu, args.rows / seconds, seconds / limit])
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.ml.feature import VectorAssembler
+    from pyspark.sql import SparkSession
+
+    from spark_bsvm import BSVMModel
+
+    folder = tempfile.mkdtemp(prefix="bench_predict-")
+    try:
+        source = os.path.join(folder, "rows.parquet")
+        pq.write_table(pa.table({f"x{j}": X[:, j] for j in range(X.shape[1])}), source, row_group_size=65536)
+        spark = (SparkSession.builder.master("local[2]").appName("bench_predict").config("spark.driver.memory", "4g")
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        frame = spark.read.parquet(source)
+        assembled = VectorAssembler(inputCols=frame.columns, outputCol="features").transform(frame)
+        model = BSVMModel(expansion)
+        model.transform(assembled.limit(1000)).select("prediction").collect()  # the workers' imports, numba's code
+        for attempt in range(2):
+            out = os.path.join(folder, f"scores-{attempt}")
+            wall = time.perf_counter()
+            model.transform(assembled).select("prediction", "rawPrediction").write.parquet(out)
+            seconds = time.perf_counter() - wall
+        rows.append(["transform -> Parquet", seconds, "-", args.rows / seconds, seconds / limit])
+        spark.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    print_table(["what", "wall s", "cpu s (this process)", "rows/s", "x kernel limit"], rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
