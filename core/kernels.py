@@ -30,10 +30,10 @@ _CODES = {"rbf": RBF, "linear": LINEAR, "poly": POLY}
 _TILE_MACS = 500_000  # multiply-adds per tile; OpenBLAS threads a GEMM from 2^19, and its threads would fight numba's
 _TILE_ROWS, _TILE_COLS = 128, 256  # largest tile: the dot products stay in L2
 # numba's pool only for blocks of at least this many operations (multiply-adds plus ~16 for the exp per
-# value), ~20 ms on one core: a pool thread that the scheduler has put aside costs the whole block a
+# value), ~10 ms on one core: a pool thread that the scheduler has put aside costs the whole block a
 # time slice (ms) on a busy machine, and smaller blocks (an SpSVM round on ijcnn1: 25k x 11 values) ran
 # slower on two threads than on one beside busy processes (bench/bench_threads.py)
-_PARALLEL_MIN_OPS = 1 << 28
+_PARALLEL_MIN_OPS = 1 << 27
 _SAME = 2.0**-46  # ||x-z||^2 below this share of |x|^2 + |z|^2 is rounding noise: taken as 0
 _EXP_FLOOR = -708.0  # exp(-708) ~ 3e-308, the domain of _exp_inplace
 
