@@ -77,6 +77,7 @@ from core.model import KernelExpansion
 from core.partition.ebsvm import ebsvm_batch, ebsvm_describe
 from core.rows import as_rows, is_sparse, squared_norms, stack_rows, take_rows
 from core.threads import one_blas_thread
+from core.validation import check_positive
 
 log = logging.getLogger("spark_bsvm")
 
@@ -219,9 +220,7 @@ def _check_args(budget, lam, kernel, epochs, batch_size, eta_theta, average_frac
         raise ValueError(f"kernel must be a KernelSpec, got {type(kernel).__name__}")
     if not 0.0 <= average_fraction <= 1.0:
         raise ValueError(f"average_fraction must be in [0, 1] (0: the last iterate), got {average_fraction!r}")
-    for name, value in (("lam", lam), ("eta_theta", eta_theta)):
-        if not (np.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    check_positive(lam=lam, eta_theta=eta_theta)
     ints = []
     for name, value, low in (("budget", budget, 1), ("epochs", epochs, 1), ("batch_size", batch_size, 1),
                              ("seed", seed, 0)):

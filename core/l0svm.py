@@ -62,8 +62,8 @@ from core.partition.common import feature_map_request
 from core.partition.l0svm import l0_coefficients, l0_remap, sample_rows
 from core.rows import n_rows, stack_rows, take_rows
 from core.support_set import SupportSet
-from core.svc import check_positive
 from core.threads import one_blas_thread
+from core.validation import check_positive
 
 log = logging.getLogger("spark_bsvm")
 

@@ -37,11 +37,12 @@ import time
 
 import numpy as np
 
-from core.kernels import KernelSpec, kernel_block
+from core.kernels import kernel_block
 from core.model import KernelExpansion
 from core.partition.slant import NEG, POS, add_steps, slant_round
 from core.rows import stack_rows, take_rows
 from core.threads import one_blas_thread
+from core.validation import check_positive
 
 log = logging.getLogger("spark_bsvm")
 
@@ -161,8 +162,7 @@ def _check(engine, reference, eta, epsilon, max_support, max_steps, candidates_p
     if [str(c) for c in reference.classes] != [str(c) for c in engine.classes]:
         raise ValueError(f"the reference model's label values {list(reference.classes)} differ from the data's "
                          f"{list(engine.classes)}: use the labels the reference was trained with")
-    if not (np.isfinite(eta) and eta > 0):
-        raise ValueError(f"eta must be a positive finite number, got {eta!r}")
+    check_positive(eta=eta)
     if not (np.isfinite(epsilon) and epsilon >= 0):
         raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
     for name, value in (("max_support", max_support), ("max_steps", max_steps),

@@ -62,6 +62,7 @@ from core.partition.spsvm import (BIAS_TERM, basis_kernel, spsvm_add_basis, spsv
                                   spsvm_score, spsvm_start)
 from core.rows import as_rows, n_rows, stack_rows, take_rows
 from core.threads import one_blas_thread
+from core.validation import check_positive
 
 log = logging.getLogger("spark_bsvm")
 
@@ -378,8 +379,7 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
     """
     if not isinstance(kernel, KernelSpec):
         raise ValueError("kernel must be a KernelSpec, e.g. KernelSpec('rbf', gamma=1.0)")
-    if not (np.isfinite(lam) and lam > 0):
-        raise ValueError(f"lam must be a positive finite number, got {lam!r}")
+    check_positive(lam=lam)
     if int(max_basis) != max_basis or max_basis < 1:
         raise ValueError(f"max_basis must be an integer >= 1, got {max_basis!r}")
     if int(kappa) != kappa or kappa < 1:

@@ -27,15 +27,10 @@ from core.dual import DualProblem, solve_dual, log
 from core.kernels import KernelSpec
 from core.model import KernelExpansion
 from core.threads import one_blas_thread
+from core.validation import check_positive
 
 BALL_MODES = ("multiplier", "pair_bounds")
-
-
-def check_positive(**values):
-    """A ValueError naming the first of ``values`` (name=value) that is not a positive finite number."""
-    for name, value in values.items():
-        if not (np.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+NORMS = ("l1", "l2")
 
 
 def _to_model(engine, kernel, solution, method, params, extra=None):
@@ -70,7 +65,7 @@ def fit_budget_svm(engine, *, budget, C=1.0, norm="l1", kernel=None, tol=1e-3, w
     """
     kernel = kernel or KernelSpec()
     check_positive(C=C, tol=tol, budget=budget)
-    if norm not in ("l1", "l2"):
+    if norm not in NORMS:
         raise ValueError(f"norm must be 'l1' or 'l2', got {norm!r}")
     if ball not in BALL_MODES:
         raise ValueError(f"ball must be one of {BALL_MODES}, got {ball!r}")

@@ -1,76 +1,94 @@
-"""The shared estimator base: validate params, run one fit on a SparkEngine, return a BSVMModel.
+"""The shared estimator base: check params, run one fit on a SparkEngine, return the method's model.
 
-A method's public estimator (``spark_bsvm.estimators``) only declares its
-params and maps them to its ``core`` training function in ``_train``.
+A method's public estimator (``spark_bsvm.ml.estimators``) declares its params class, its model class
+and one ``CoreCall``: the ``core`` training function and the table from its Spark params to that
+function's keyword arguments.  Everything else is here, once:
+
+    _fit:  check every param (no Spark job before that)
+           -> read the saved models it needs (``_driver_inputs``)
+           -> split off the calibration rows
+           -> SparkEngine(...) -> core function(engine, **table-mapped params, kernel, inputs)
+           -> the model, with the estimator's params and the trained kernel; Platt calibration
 """
 
-import numpy as np
+from dataclasses import dataclass, field
+from typing import Callable
+
 from pyspark import keyword_only
 from pyspark.ml import Estimator
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
-from core.kernels import KernelSpec
 from spark_bsvm.engine import SparkEngine
-from spark_bsvm.ml.model import BSVMModel
+from spark_bsvm.ml.params import _KernelParams, check_params
+
+
+@dataclass(frozen=True)
+class CoreCall:
+    """A ``core`` training function and the keyword argument each Spark param becomes (``{"maxIter":
+    "max_rounds", ...}``).  The kernel params become ``kernel`` (a KernelSpec) when the method has them."""
+
+    function: Callable
+    arguments: dict = field(default_factory=dict)
 
 
 class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
     """Base of every spark-bsvm estimator (all its state is in Params)."""
+
+    core: CoreCall  # set by each estimator class
+    model_class: type  # the method's model class
 
     @keyword_only
     def setParams(self, **kwargs):
         """Set params by keyword, as the constructor does; returns self."""
         return self._set(**kwargs)
 
-    def _kernel_spec(self):
-        return KernelSpec(self.getKernel(), gamma=self.getGamma(), degree=self.getDegree(),
-                          coef0=self.getCoef0())
+    def _weight_col(self):
+        return self.getWeightCol() if self.hasParam("weightCol") and self.isDefined("weightCol") \
+            and self.getWeightCol() else None
 
-    def _validate_params(self):
-        """Raise ValueError naming the param, its value and the allowed range."""
-        self._kernel_spec()  # validates kernel, gamma, degree, coef0
-        for name, low in (("tol", 0.0), ("maxIter", -1)):
-            value = self.getOrDefault(name)
-            if not value > low:
-                raise ValueError(f"{name} must be > {low}, got {value}")
-        fraction = self.getOrDefault(self.calibrationFraction)
-        if not 0.0 <= fraction < 0.5:
-            raise ValueError(f"calibrationFraction must be in [0, 0.5), got {fraction}")
-        if self.isDefined(self.numPartitions) and self.getOrDefault(self.numPartitions) < 1:
-            raise ValueError(f"numPartitions must be >= 1, got {self.getOrDefault(self.numPartitions)}")
+    def _check(self):
+        """Raise ValueError naming any bad param, its value and the allowed range.  Runs before any Spark job."""
+        check_params(self)
+        if isinstance(self, _KernelParams):
+            self.kernel_spec()  # kernel, gamma, degree, coef0 together
 
     def _driver_inputs(self):
-        """Keyword arguments of ``_train`` read from files (saved models), on the driver, before the
+        """Keyword arguments of the core function read from files (saved models), on the driver, before the
         training stage starts: once it runs it holds every task slot until the fit ends."""
         return {}
 
-    def _train(self, engine, kernel, **inputs):
-        raise NotImplementedError
+    def _spark_values(self):
+        """{Spark param name: value} of the params the core function gets (kernel params included)."""
+        names = list(self.core.arguments) + (["kernel", "gamma", "degree", "coef0"]
+                                             if isinstance(self, _KernelParams) else [])
+        return {name: self.getOrDefault(name) for name in names if self.isDefined(name)}
+
+    def core_arguments(self):
+        """The core function's keyword arguments from this estimator's params (by ``core.arguments``)."""
+        arguments = {core: self.getOrDefault(spark) for spark, core in self.core.arguments.items()
+                     if self.isDefined(spark)}
+        if isinstance(self, _KernelParams):
+            arguments["kernel"] = self.kernel_spec()
+        return arguments
 
     def _fit(self, dataset):
-        self._validate_params()
+        self._check()
         inputs = self._driver_inputs()
-        kernel = self._kernel_spec()
-        fraction = self.getOrDefault(self.calibrationFraction)
         holdout = None
-        if fraction > 0:
+        if self.getCalibrationFraction() > 0:
+            fraction = self.getCalibrationFraction()
             dataset, holdout = dataset.randomSplit([1.0 - fraction, fraction], seed=self.getOrDefault(self.seed))
-        num_partitions = self.getOrDefault(self.numPartitions) if self.isDefined(self.numPartitions) else None
-        weight_col = self.getWeightCol() if self.isDefined(self.weightCol) and self.getWeightCol() else None
-        with SparkEngine(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col,
-                         num_partitions) as engine:
-            expansion = self._train(engine, kernel, **inputs)
-        model = BSVMModel(expansion)
+        with SparkEngine(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col(),
+                         self.getNumPartitions()) as engine:
+            expansion = self.core.function(engine, **self.core_arguments(), **inputs)
+        # the summary names params as the user set them; core's own names stay beside them
+        expansion.metadata["coreParams"] = expansion.metadata.get("params", {})
+        expansion.metadata["params"] = self._spark_values()
+        model = self.model_class(expansion)
         self._copyValues(model)
-        trained = expansion.kernel  # the slant sparsifier keeps its reference model's kernel
-        model._set(kernel=trained.name, gamma=trained.gamma, degree=trained.degree, coef0=trained.coef0)
+        if isinstance(model, _KernelParams):
+            trained = expansion.kernel
+            model._set(kernel=trained.name, gamma=trained.gamma, degree=trained.degree, coef0=trained.coef0)
         if holdout is not None:
             model.calibrate(holdout)
         return model
-
-
-def positive(name, value):
-    """``value`` if it is a positive finite number, else a ValueError naming the param."""
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value}")
-    return value

@@ -1,18 +1,30 @@
-"""The public estimators: thin classes over the shared base, one per method."""
+"""The public estimators and their models: thin classes over the shared base, one pair per method.
+
+Each estimator names its params class, its setters, its model class and one ``CoreCall``: the
+``core`` training function and the table from its Spark params to that function's arguments.
+"""
 
 from pyspark import keyword_only
 
 from core.ebsvm import fit_ebsvm
-from core.l0svm import MARGINS, fit_l0svm
+from core.l0svm import fit_l0svm
 from core.slant import fit_slant
 from core.spsvm import fit_spsvm
 from core.svc import fit_budget_svm, fit_csvc
-from spark_bsvm.ml.base import _BSVMEstimator, positive
+from spark_bsvm.ml.base import CoreCall, _BSVMEstimator
 from spark_bsvm.ml.model import BSVMModel
-from spark_bsvm.ml.params import _BudgetParams, _DualParams, _EBSVMParams, _L0Params, _SlantParams, _SpSVMParams
+from spark_bsvm.ml.params import (_BudgetSVMParams, _BudgetSVMSetters, _CSVCParams, _CSVCSetters, _EBSVMParams,
+                                  _EBSVMSetters, _KernelParams, _L0SVMParams, _L0SVMSetters, _SlantParams,
+                                  _SlantSetters, _SpSVMParams, _SpSVMSetters)
+
+_DUAL_SOLVER = {"C": "C", "tol": "tol", "maxIter": "max_rounds", "workingSetSize": "working_set_size"}
 
 
-class CSVC(_BSVMEstimator, _DualParams):
+class CSVCModel(BSVMModel, _CSVCParams):
+    """A C-SVC trained by ``CSVC``: its kernel expansion and params."""
+
+
+class CSVC(_BSVMEstimator, _CSVCParams, _CSVCSetters):
     """LIBSVM's C-SVC on Spark, the reference method.
 
     Minimises the standard SVM dual by decomposition: each round the
@@ -24,23 +36,23 @@ class CSVC(_BSVMEstimator, _DualParams):
     >>> model.transform(test_df).select("prediction")  # doctest: +SKIP
     """
 
+    core = CoreCall(fit_csvc, _DUAL_SOLVER)
+    model_class = CSVCModel
+
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, predictionCol="prediction",
-                 rawPredictionCol="rawPrediction", kernel="rbf", gamma=1.0, degree=3, coef0=0.0, C=1.0,
-                 tol=1e-3, maxIter=20000, workingSetSize=1024, numPartitions=None, threshold=0.0, seed=0,
-                 probabilityCol="probability", calibrationFraction=0.0):
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
+                 coef0=0.0, C=1.0, tol=1e-3, maxIter=20000, workingSetSize=1024, predictionCol="prediction",
+                 rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, seed=0,
+                 calibrationFraction=0.0, numPartitions=None):
         super().__init__()
         self._set(**self._input_kwargs)
 
-    def setC(self, value):
-        return self._set(C=value)
 
-    def _train(self, engine, kernel):
-        return fit_csvc(engine, C=positive("C", self.getC()), kernel=kernel, tol=self.getTol(),
-                        working_set_size=self.getOrDefault(self.workingSetSize), max_rounds=self.getMaxIter())
+class BudgetSVMModel(BSVMModel, _BudgetSVMParams):
+    """A budget SVM trained by ``BudgetSVM``."""
 
 
-class BudgetSVM(_BSVMEstimator, _BudgetParams):
+class BudgetSVM(_BSVMEstimator, _BudgetSVMParams, _BudgetSVMSetters):
     """Dekel & Singer's budget-L1 / budget-L2 SVM: the loss counts only the B worst examples.
 
     ``norm='l1'``: the dual adds sum a_i <= B C; ``norm='l2'``: sum a_i <=
@@ -50,30 +62,23 @@ class BudgetSVM(_BSVMEstimator, _BudgetParams):
     and 10 / sqrt(B) (L2).  Honours ``weightCol`` for L1 only.
     """
 
+    core = CoreCall(fit_budget_svm, dict(_DUAL_SOLVER, budget="budget", norm="norm", prune="prune"))
+    model_class = BudgetSVMModel
+
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, predictionCol="prediction",
-                 rawPredictionCol="rawPrediction", kernel="rbf", gamma=1.0, degree=3, coef0=0.0, C=1.0,
-                 budget=100, norm="l1", prune=False, tol=1e-3, maxIter=20000, workingSetSize=1024,
-                 numPartitions=None, threshold=0.0, seed=0,
-                 probabilityCol="probability", calibrationFraction=0.0):
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
+                 coef0=0.0, C=1.0, budget=100, norm="l1", prune=False, tol=1e-3, maxIter=20000,
+                 workingSetSize=1024, predictionCol="prediction", rawPredictionCol="rawPrediction",
+                 probabilityCol="probability", threshold=0.0, seed=0, calibrationFraction=0.0,
+                 numPartitions=None):
         super().__init__()
         self._set(**self._input_kwargs)
 
-    def setBudget(self, value):
-        return self._set(budget=value)
-
-    def _validate_params(self):
-        super()._validate_params()
-        if self.getOrDefault(self.norm) == "l2" and self.isDefined(self.weightCol) and self.getWeightCol():
+    def _check(self):
+        super()._check()
+        if self.getNorm() == "l2" and self._weight_col():
             raise ValueError("weightCol is not supported by the budget-L2 SVM (its dual has no per-example "
                              "box); unset weightCol or use norm='l1'")
-
-    def _train(self, engine, kernel):
-        return fit_budget_svm(engine, budget=positive("budget", self.getOrDefault(self.budget)),
-                              C=positive("C", self.getC()), norm=self.getOrDefault(self.norm), kernel=kernel,
-                              tol=self.getTol(), working_set_size=self.getOrDefault(self.workingSetSize),
-                              max_rounds=self.getMaxIter(), prune=self.getOrDefault(self.prune))
-
 
 def load_expansion(path, param):
     """The ``KernelExpansion`` saved at ``path``: a ``BSVMModel``, or a ``PipelineModel`` whose last stage is
@@ -93,7 +98,12 @@ def load_expansion(path, param):
     raise ValueError(f"cannot read a BSVMModel (or a PipelineModel ending in one) at {param}={path!r}: {problem}")
 
 
-class SlantSparsifier(_BSVMEstimator, _SlantParams):
+class SlantSparsifierModel(BSVMModel, _SlantParams, _KernelParams):
+    """A sparse model made by ``SlantSparsifier``.  It keeps its reference's kernel, which its kernel params
+    report (the estimator has none: it takes the kernel from the reference)."""
+
+
+class SlantSparsifier(_BSVMEstimator, _SlantParams, _SlantSetters):
     """Cotter, Shalev-Shwartz & Srebro's slant-loss sparsifier: a sparse SVM from a trained reference.
 
     Sparsifies the model saved at ``referenceModelPath`` (a ``BSVMModel`` of any method, trained on
@@ -114,40 +124,32 @@ class SlantSparsifier(_BSVMEstimator, _SlantParams):
     ...                          maxSupport=300).fit(train_df)           # doctest: +SKIP
     """
 
+    core = CoreCall(fit_slant, {"eta": "eta", "epsilon": "epsilon", "maxSupport": "max_support", "maxIter": "max_steps",
+                           "aggressive": "aggressive", "candidatesPerClass": "candidates_per_class"})
+    model_class = SlantSparsifierModel
+
     @keyword_only
-    def __init__(self, *, referenceModelPath=None, featuresCol="features", labelCol="label",
-                 predictionCol="prediction", rawPredictionCol="rawPrediction", eta=0.5, epsilon=0.5, maxSupport=None,
-                 aggressive=False, maxIter=100000, candidatesPerClass=64, numPartitions=None, threshold=0.0, seed=0,
-                 probabilityCol="probability", calibrationFraction=0.0):
+    def __init__(self, *, referenceModelPath=None, featuresCol="features", labelCol="label", eta=0.5, epsilon=0.5,
+                 maxSupport=None, aggressive=False, maxIter=100000, candidatesPerClass=64,
+                 predictionCol="prediction", rawPredictionCol="rawPrediction", probabilityCol="probability",
+                 threshold=0.0, seed=0, calibrationFraction=0.0, numPartitions=None):
         super().__init__()
         self._set(**self._input_kwargs)
 
-    def setReferenceModelPath(self, value):
-        return self._set(referenceModelPath=value)
-
-    def _validate_params(self):
-        super()._validate_params()
-        if not self.isDefined(self.referenceModelPath) or not self.getOrDefault(self.referenceModelPath):
+    def _check(self):
+        super()._check()
+        if not self.getReferenceModelPath():
             raise ValueError("referenceModelPath is not set: save a fitted BSVMModel with "
                              "model.write().save(path) and pass that path")
-        if self.getMaxIter() < 1:
-            raise ValueError(f"maxIter (the most subgradient steps) must be >= 1, got {self.getMaxIter()}")
-        if self.isDefined(self.weightCol) and self.getWeightCol():
-            raise ValueError("weightCol is not supported by the slant sparsifier (its steps have no per-example "
-                             "weight); unset weightCol")
 
     def _driver_inputs(self):
-        return {"reference": load_expansion(self.getOrDefault(self.referenceModelPath), "referenceModelPath")}
+        return {"reference": load_expansion(self.getReferenceModelPath(), "referenceModelPath")}
 
-    def _train(self, engine, kernel, reference):
-        get = self.getOrDefault
-        max_support = get(self.maxSupport) if self.isDefined(self.maxSupport) else None
-        return fit_slant(engine, reference, eta=get(self.eta), epsilon=get(self.epsilon),
-                         max_support=max_support, max_steps=self.getMaxIter(), aggressive=get(self.aggressive),
-                         candidates_per_class=get(self.candidatesPerClass))
+class L0SVMModel(BSVMModel, _L0SVMParams):
+    """An L0-norm SVM trained by ``L0SVM``."""
 
 
-class L0SVM(_BSVMEstimator, _L0Params):
+class L0SVM(_BSVMEstimator, _L0SVMParams, _L0SVMSetters):
     """Huang, Zheng, King & Lyu's L0-norm SVM: a few prototype rows instead of all margin violators.
 
     Iteratively reweights a penalty C_alpha a^T Lambda a (Lambda = diag(|a|^-2),
@@ -162,40 +164,25 @@ class L0SVM(_BSVMEstimator, _L0Params):
     >>> model.numSupportVectors                                     # doctest: +SKIP
     """
 
+    core = CoreCall(fit_l0svm, dict(_DUAL_SOLVER, C="C_xi", CAlpha="C_alpha", margin="margin", eps="eps",
+                                   maxOuterIter="max_outer", initialSet="initial", initialSize="m0", seed="seed"))
+    model_class = L0SVMModel
+
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, predictionCol="prediction",
-                 rawPredictionCol="rawPrediction", kernel="rbf", gamma=1.0, degree=3, coef0=0.0, C=1.0,
-                 CAlpha=0.2, margin="kernel", eps=1e-4, maxOuterIter=100, initialSet="random", initialSize=500,
-                 tol=1e-6, maxIter=20000, workingSetSize=1024, numPartitions=None, threshold=0.0, seed=0,
-                 probabilityCol="probability", calibrationFraction=0.0):
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
+                 coef0=0.0, C=1.0, CAlpha=0.2, margin="kernel", eps=1e-4, maxOuterIter=100,
+                 initialSet="random", initialSize=500, tol=1e-6, maxIter=20000, workingSetSize=1024,
+                 predictionCol="prediction", rawPredictionCol="rawPrediction", probabilityCol="probability",
+                 threshold=0.0, seed=0, calibrationFraction=0.0, numPartitions=None):
         super().__init__()
         self._set(**self._input_kwargs)
 
-    def setCAlpha(self, value):
-        return self._set(CAlpha=value)
 
-    def _validate_params(self):
-        super()._validate_params()
-        for name in ("CAlpha", "eps"):
-            positive(name, self.getOrDefault(name))
-        for name in ("maxOuterIter", "initialSize"):
-            if self.getOrDefault(name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {self.getOrDefault(name)}")
-        if self.getOrDefault(self.margin) not in MARGINS:
-            raise ValueError(f"margin must be one of {MARGINS}, got {self.getOrDefault(self.margin)!r}")
-        if self.getOrDefault(self.initialSet) not in ("random", "all"):
-            raise ValueError(f"initialSet must be 'random' or 'all', got {self.getOrDefault(self.initialSet)!r}")
-
-    def _train(self, engine, kernel):
-        get = self.getOrDefault
-        return fit_l0svm(engine, C_xi=positive("C", get(self.C)), C_alpha=get(self.CAlpha),
-                         kernel=kernel, margin=get(self.margin), eps=get(self.eps),
-                         max_outer=get(self.maxOuterIter), initial=get(self.initialSet), m0=get(self.initialSize),
-                         seed=get(self.seed), tol=self.getTol(), working_set_size=get(self.workingSetSize),
-                         max_rounds=self.getMaxIter())
+class ElasticBudgetSVMModel(BSVMModel, _EBSVMParams):
+    """An elastic budget SVM trained by ``ElasticBudgetSVM``."""
 
 
-class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams):
+class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams, _EBSVMSetters):
     """The elastic budget SVM: a primal kernel SVM with at most ``budget`` support vectors.
 
     Stochastic subgradient steps (step 1/(regParam t), one example at a
@@ -209,39 +196,25 @@ class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams):
     >>> model = ElasticBudgetSVM(budget=200, regParam=1e-5, gamma=0.1, epochs=2).fit(train_df)  # doctest: +SKIP
     """
 
+    core = CoreCall(fit_ebsvm, {"budget": "budget", "regParam": "lam", "epochs": "epochs", "batchSize": "batch_size",
+                           "etaTheta": "eta_theta", "averageFraction": "average_fraction", "seed": "seed"})
+    model_class = ElasticBudgetSVMModel
+
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, predictionCol="prediction",
-                 rawPredictionCol="rawPrediction", kernel="rbf", gamma=1.0, degree=3, coef0=0.0, budget=100,
-                 regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0, averageFraction=0.1, numPartitions=None,
-                 threshold=0.0, seed=0, probabilityCol="probability", calibrationFraction=0.0):
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
+                 coef0=0.0, budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0,
+                 averageFraction=0.1, predictionCol="prediction", rawPredictionCol="rawPrediction",
+                 probabilityCol="probability", threshold=0.0, seed=0, calibrationFraction=0.0,
+                 numPartitions=None):
         super().__init__()
         self._set(**self._input_kwargs)
 
-    def setBudget(self, value):
-        return self._set(budget=value)
 
-    def setRegParam(self, value):
-        return self._set(regParam=value)
-
-    def _validate_params(self):
-        super()._validate_params()
-        for name in ("budget", "epochs", "batchSize"):
-            if self.getOrDefault(name) < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {self.getOrDefault(name)}")
-        for name in ("regParam", "etaTheta"):
-            positive(name, self.getOrDefault(name))
-        if not 0.0 <= self.getOrDefault(self.averageFraction) <= 1.0:
-            raise ValueError(f"averageFraction must be in [0, 1] (0: the last iterate), "
-                             f"got {self.getOrDefault(self.averageFraction)}")
-
-    def _train(self, engine, kernel):
-        get = self.getOrDefault
-        return fit_ebsvm(engine, budget=get(self.budget), lam=get(self.regParam), kernel=kernel,
-                         epochs=get(self.epochs), batch_size=get(self.batchSize), eta_theta=get(self.etaTheta),
-                         average_fraction=get(self.averageFraction), seed=get(self.seed))
+class SpSVMModel(BSVMModel, _SpSVMParams):
+    """An SpSVM-2 model trained by ``SpSVM``."""
 
 
-class SpSVM(_BSVMEstimator, _SpSVMParams):
+class SpSVM(_BSVMEstimator, _SpSVMParams, _SpSVMSetters):
     """SpSVM-2 of Keerthi, Chapelle & DeCoste: an L2-loss SVM over at most ``maxBasis`` basis functions.
 
     Grows the basis one training example at a time: each step scores ``kappa`` seeded random
@@ -260,31 +233,20 @@ class SpSVM(_BSVMEstimator, _SpSVMParams):
     >>> model = SpSVM(maxBasis=300, regParam=1 / 16, gamma=1.0).fit(train_df)   # doctest: +SKIP
     """
 
+    core = CoreCall(fit_spsvm, {"maxBasis": "max_basis", "regParam": "lam", "kappa": "kappa", "seed": "seed",
+                           "basisSelection": "selection", "retrain": "retrain", "tol": "tol",
+                           "maxIter": "max_newton"})
+    model_class = SpSVMModel
+
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, predictionCol="prediction",
-                 rawPredictionCol="rawPrediction", kernel="rbf", gamma=1.0, degree=3, coef0=0.0, maxBasis=100,
-                 regParam=1.0, kappa=10, basisSelection="method2", retrain="schedule", tol=1e-6, maxIter=50,
-                 numPartitions=None, threshold=0.0, seed=0, probabilityCol="probability",
-                 calibrationFraction=0.0, initialModelPath=None):
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
+                 coef0=0.0, maxBasis=100, regParam=1.0, kappa=10, basisSelection="method2",
+                 retrain="schedule", tol=1e-6, maxIter=50, initialModelPath=None, predictionCol="prediction",
+                 rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, seed=0,
+                 calibrationFraction=0.0, numPartitions=None):
         super().__init__()
         self._set(**self._input_kwargs)
 
-    def setMaxBasis(self, value):
-        return self._set(maxBasis=value)
-
-    def setRegParam(self, value):
-        return self._set(regParam=value)
-
-    def setInitialModelPath(self, value):
-        return self._set(initialModelPath=value)
-
     def _driver_inputs(self):
-        path = self.getOrDefault(self.initialModelPath) if self.isDefined(self.initialModelPath) else None
+        path = self.getInitialModelPath()
         return {"initial_basis": load_expansion(path, "initialModelPath").support_vectors} if path else {}
-
-    def _train(self, engine, kernel, initial_basis=None):
-        return fit_spsvm(engine, max_basis=self.getMaxBasis(), lam=positive("regParam", self.getRegParam()),
-                         kernel=kernel, kappa=self.getOrDefault(self.kappa), seed=self.getOrDefault(self.seed),
-                         selection=self.getOrDefault(self.basisSelection),
-                         retrain=self.getOrDefault(self.retrain), tol=self.getTol(), max_newton=self.getMaxIter(),
-                         initial_basis=initial_basis)

@@ -1,4 +1,7 @@
-"""BSVMModel: the one Spark ML model every spark-bsvm estimator returns."""
+"""BSVMModel: the kernel-expansion model every spark-bsvm estimator returns (each method's model class adds
+that method's params), its writer and its reader."""
+
+import importlib
 
 import numpy as np
 import pandas as pd
@@ -9,10 +12,10 @@ from pyspark.sql import functions as F
 
 from core.model import KernelExpansion
 from core.platt import fit_platt
-from spark_bsvm.ml.params import _BSVMParams
+from spark_bsvm.ml.params import _BSVMParams, _ColumnSetters
 
 
-class BSVMModel(Model, _BSVMParams, MLReadable, MLWritable):
+class BSVMModel(Model, _BSVMParams, _ColumnSetters, MLReadable, MLWritable):
     """A trained kernel expansion f(x) = sum_j coef_j K(s_j, x) + b.
 
     ``transform`` adds ``rawPredictionCol`` = [-f(x), f(x)] and
@@ -20,7 +23,9 @@ class BSVMModel(Model, _BSVMParams, MLReadable, MLWritable):
     and, when calibrated (Platt), ``probabilityCol`` = [1 - p, p]; all
     computed in Arrow batches on the executors.  ``expansion`` is the
     ``core.model.KernelExpansion`` (support vectors, coefficients, bias,
-    kernel, label values, training metadata).
+    kernel, label values, training metadata).  Each estimator returns its own subclass
+    (``CSVCModel``, ``SpSVMModel``, ...) carrying that method's params; ``BSVMModel.load``
+    reads any of them.
     """
 
     def __init__(self, expansion=None):
@@ -119,7 +124,21 @@ class _BSVMModelReader(MLReader):
     def load(self, path):
         metadata = DefaultParamsReader.loadMetadata(path, self.sc)
         payload = self.sparkSession.read.parquet(f"{path}/data").first()["model"]
-        model = self.cls(KernelExpansion.from_bytes(bytes(payload)))
+        model = _saved_class(metadata["class"], self.cls)(KernelExpansion.from_bytes(bytes(payload)))
         DefaultParamsReader.getAndSetParams(model, metadata)
         model._resetUid(metadata["uid"])
         return model
+
+
+def _saved_class(name, expected):
+    """The model class a saved model names (``module.Class``); a ValueError unless it is ``expected`` or a
+    subclass of it."""
+    module, _, class_name = name.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), class_name)
+    except (ImportError, AttributeError, ValueError):
+        cls = None
+    if not (isinstance(cls, type) and issubclass(cls, expected)):
+        raise ValueError(f"the saved model's class {name!r} is not a {expected.__name__}: load it with its "
+                         "own class, or save it again with this version of spark-bsvm")
+    return cls

@@ -1,31 +1,160 @@
-"""Params shared by every spark-bsvm estimator and its model (pyspark.ml style)."""
+"""Params of the spark-bsvm estimators and models, pyspark.ml style.
+
+Small mixins, one per param or family of params (each with its getter and the rule its values must
+follow), and one params class per method, holding only the params that method uses, shared by the
+method's Estimator and its Model.  Setters live beside them: ``_ColumnSetters`` for the Estimator and
+the Model, one ``_...Setters`` mixin per params class for the Estimator only.
+
+Every param's rule is declared once, in ``RULES`` of the class that defines it, and checked by
+``check_params`` before any Spark job starts.
+"""
+
+import math
 
 from pyspark.ml.param import Param, Params, TypeConverters
-from pyspark.ml.param.shared import (HasFeaturesCol, HasLabelCol, HasMaxIter, HasPredictionCol,
-                                     HasProbabilityCol, HasRawPredictionCol, HasSeed, HasThreshold, HasTol,
-                                     HasWeightCol)
+from pyspark.ml.param.shared import (HasFeaturesCol, HasLabelCol, HasPredictionCol, HasProbabilityCol,
+                                     HasRawPredictionCol, HasSeed, HasWeightCol)
+
+from core.kernels import KernelSpec
+from core.l0svm import MARGINS
+from core.spsvm import RETRAINS, SELECTIONS
+from core.svc import NORMS
+from core.validation import check_positive
 
 
-class _BSVMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, HasRawPredictionCol,
-                  HasProbabilityCol, HasThreshold, HasTol, HasMaxIter, HasSeed):
-    """Columns, kernel and solver params common to all methods."""
+# ---- rules: each returns None or raises a ValueError naming the param, its value and what is allowed ----
 
-    kernel = Param(Params._dummy(), "kernel", "kernel function: 'rbf' exp(-gamma ||x-z||^2), 'linear' x.z "
-                   "or 'poly' (gamma x.z + coef0)^degree (LIBSVM's parameterisation)", TypeConverters.toString)
-    gamma = Param(Params._dummy(), "gamma", "kernel coefficient of 'rbf' and 'poly' (> 0)", TypeConverters.toFloat)
-    degree = Param(Params._dummy(), "degree", "degree of the 'poly' kernel (integer >= 1)", TypeConverters.toInt)
-    coef0 = Param(Params._dummy(), "coef0", "independent term of the 'poly' kernel", TypeConverters.toFloat)
+def positive(name, value):
+    check_positive(**{name: value})
+
+
+def at_least(low):
+    def rule(name, value):
+        if not (isinstance(value, int) and value >= low):
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return rule
+
+
+def one_of(choices):
+    def rule(name, value):
+        if value not in choices:
+            raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return rule
+
+
+def in_range(low, high, closed_high, note=""):
+    def rule(name, value):
+        inside = math.isfinite(value) and low <= value and (value <= high if closed_high else value < high)
+        if not inside:
+            bracket = "]" if closed_high else ")"
+            raise ValueError(f"{name} must be in [{low:g}, {high:g}{bracket}{note}, got {value!r}")
+    return rule
+
+
+def finite(name, value):
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def check_params(instance):
+    """Apply the rule of every param of ``instance`` that has a value (``RULES`` along its classes)."""
+    rules = {}
+    for cls in reversed(type(instance).__mro__):
+        rules.update(vars(cls).get("RULES", {}))
+    for param in instance.params:
+        if param.name in rules and instance.isDefined(param) and instance.getOrDefault(param) is not None:
+            rules[param.name](param.name, instance.getOrDefault(param))
+
+
+# ---- params every method has --------------------------------------------------------------------------
+
+class _BSVMParams(HasFeaturesCol, HasLabelCol, HasPredictionCol, HasRawPredictionCol, HasProbabilityCol, HasSeed):
+    """Columns, the decision threshold, calibration, partitions and the seed: every method's params."""
+
+    threshold = Param(Params._dummy(), "threshold", "decision threshold on the decision value f(x): "
+                      "predictionCol is the positive class where f(x) > threshold (a finite number; 0 is the "
+                      "SVM's own rule)", TypeConverters.toFloat)
     calibrationFraction = Param(Params._dummy(), "calibrationFraction", "share of the training rows held out "
                                 "(randomly, by seed) to fit Platt's sigmoid for probabilityCol; 0 = no "
                                 "probabilities (in [0, 0.5))", TypeConverters.toFloat)
     numPartitions = Param(Params._dummy(), "numPartitions", "partitions of the training data, at most the "
                           "application's task slots (default: all slots)", TypeConverters.toInt)
 
+    RULES = {"threshold": finite, "calibrationFraction": in_range(0.0, 0.5, closed_high=False),
+             "numPartitions": at_least(1)}
+
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(kernel="rbf", gamma=1.0, degree=3, coef0=0.0, tol=1e-3, maxIter=20000, seed=0,
-                         calibrationFraction=0.0,
-                         threshold=0.0, rawPredictionCol="rawPrediction", probabilityCol="probability")
+        self._setDefault(threshold=0.0, calibrationFraction=0.0, seed=0, rawPredictionCol="rawPrediction",
+                         probabilityCol="probability")
+
+    def getThreshold(self):
+        return self.getOrDefault(self.threshold)
+
+    def getCalibrationFraction(self):
+        return self.getOrDefault(self.calibrationFraction)
+
+    def getNumPartitions(self):
+        """The set number of partitions, or None (all task slots)."""
+        return self.getOrDefault(self.numPartitions) if self.isDefined(self.numPartitions) else None
+
+
+class _ColumnSetters:
+    """Setters of the column params and the threshold, on the Estimators and the Model."""
+
+    def setFeaturesCol(self, value):
+        return self._set(featuresCol=value)
+
+    def setLabelCol(self, value):
+        return self._set(labelCol=value)
+
+    def setPredictionCol(self, value):
+        return self._set(predictionCol=value)
+
+    def setRawPredictionCol(self, value):
+        return self._set(rawPredictionCol=value)
+
+    def setProbabilityCol(self, value):
+        return self._set(probabilityCol=value)
+
+    def setThreshold(self, value):
+        return self._set(threshold=value)
+
+
+class _CommonSetters(_ColumnSetters):
+    """Setters of ``_BSVMParams``' training params, on the Estimators."""
+
+    def setSeed(self, value):
+        return self._set(seed=value)
+
+    def setCalibrationFraction(self, value):
+        return self._set(calibrationFraction=value)
+
+    def setNumPartitions(self, value):
+        return self._set(numPartitions=value)
+
+
+class _WeightParams(HasWeightCol):
+    """An instance weight column, for the methods that honour one."""
+
+
+class _WeightSetters:
+    def setWeightCol(self, value):
+        return self._set(weightCol=value)
+
+
+class _KernelParams(Params):
+    """The kernel, with LIBSVM's parameterisation."""
+
+    kernel = Param(Params._dummy(), "kernel", "kernel function: 'rbf' exp(-gamma ||x-z||^2), 'linear' x.z "
+                   "or 'poly' (gamma x.z + coef0)^degree (LIBSVM's parameterisation)", TypeConverters.toString)
+    gamma = Param(Params._dummy(), "gamma", "kernel coefficient of 'rbf' and 'poly' (> 0)", TypeConverters.toFloat)
+    degree = Param(Params._dummy(), "degree", "degree of the 'poly' kernel (integer >= 1)", TypeConverters.toInt)
+    coef0 = Param(Params._dummy(), "coef0", "independent term of the 'poly' kernel", TypeConverters.toFloat)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(kernel="rbf", gamma=1.0, degree=3, coef0=0.0)
 
     def getKernel(self):
         return self.getOrDefault(self.kernel)
@@ -39,24 +168,82 @@ class _BSVMParams(HasFeaturesCol, HasLabelCol, HasWeightCol, HasPredictionCol, H
     def getCoef0(self):
         return self.getOrDefault(self.coef0)
 
+    def kernel_spec(self):
+        """The ``core.kernels.KernelSpec`` of these params (it checks them: a ValueError names the bad one)."""
+        return KernelSpec(self.getKernel(), gamma=self.getGamma(), degree=self.getDegree(), coef0=self.getCoef0())
 
-class _DualParams(_BSVMParams):
-    """Params of the dual decomposition methods (C-SVC and the budget SVMs)."""
+
+class _KernelSetters:
+    def setKernel(self, value):
+        return self._set(kernel=value)
+
+    def setGamma(self, value):
+        return self._set(gamma=value)
+
+    def setDegree(self, value):
+        return self._set(degree=value)
+
+    def setCoef0(self, value):
+        return self._set(coef0=value)
+
+
+# ---- the dual decomposition (C-SVC, budget SVMs, the L0-norm SVM's inner solves) ------------------------
+
+class _DualSolverParams(Params):
+    """C and the decomposition solver's settings."""
 
     C = Param(Params._dummy(), "C", "cost of margin violations, C in the SVM dual's box 0 <= a_i <= C w_i (> 0)",
               TypeConverters.toFloat)
+    tol = Param(Params._dummy(), "tol", "stop when the largest KKT violation of the dual is below tol (> 0)",
+                TypeConverters.toFloat)
+    maxIter = Param(Params._dummy(), "maxIter", "most decomposition rounds of a dual solve (integer >= 1)",
+                    TypeConverters.toInt)
     workingSetSize = Param(Params._dummy(), "workingSetSize", "examples per decomposition round at the start "
-                           "(grows with the number of free support vectors, up to 4096)", TypeConverters.toInt)
+                           "(grows with the number of free support vectors, up to 4096; integer >= 1)",
+                           TypeConverters.toInt)
+
+    RULES = {"C": positive, "tol": positive, "maxIter": at_least(1), "workingSetSize": at_least(1)}
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(C=1.0, workingSetSize=1024)
+        self._setDefault(C=1.0, tol=1e-3, maxIter=20000, workingSetSize=1024)
 
     def getC(self):
         return self.getOrDefault(self.C)
 
+    def getTol(self):
+        return self.getOrDefault(self.tol)
 
-class _BudgetParams(_DualParams):
+    def getMaxIter(self):
+        return self.getOrDefault(self.maxIter)
+
+    def getWorkingSetSize(self):
+        return self.getOrDefault(self.workingSetSize)
+
+
+class _DualSolverSetters:
+    def setC(self, value):
+        return self._set(C=value)
+
+    def setTol(self, value):
+        return self._set(tol=value)
+
+    def setMaxIter(self, value):
+        return self._set(maxIter=value)
+
+    def setWorkingSetSize(self, value):
+        return self._set(workingSetSize=value)
+
+
+class _CSVCParams(_BSVMParams, _WeightParams, _KernelParams, _DualSolverParams):
+    """Params of the C-SVC."""
+
+
+class _CSVCSetters(_CommonSetters, _WeightSetters, _KernelSetters, _DualSolverSetters):
+    pass
+
+
+class _BudgetSVMParams(_BSVMParams, _WeightParams, _KernelParams, _DualSolverParams):
     """Params of Dekel & Singer's budget SVMs."""
 
     budget = Param(Params._dummy(), "budget", "B: the loss counts only the B worst-classified examples "
@@ -66,34 +253,34 @@ class _BudgetParams(_DualParams):
     prune = Param(Params._dummy(), "prune", "keep only the B largest weights after training (the paper's "
                   "section 5)", TypeConverters.toBoolean)
 
+    RULES = {"budget": at_least(1), "norm": one_of(NORMS)}
+
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(budget=100, norm="l1", prune=False)
 
+    def getBudget(self):
+        return self.getOrDefault(self.budget)
 
-class _SlantParams(_BSVMParams):
-    """Params of the slant-loss sparsifier (Cotter, Shalev-Shwartz & Srebro)."""
+    def getNorm(self):
+        return self.getOrDefault(self.norm)
 
-    referenceModelPath = Param(Params._dummy(), "referenceModelPath", "path of a saved BSVMModel (any spark-bsvm "
-                               "method, trained on the same features and labels) to sparsify; its kernel and "
-                               "bias are kept", TypeConverters.toString)
-    eta = Param(Params._dummy(), "eta", "subgradient step size (> 0; the paper's analysis uses 1/2)",
-                TypeConverters.toFloat)
-    epsilon = Param(Params._dummy(), "epsilon", "stop when every eligible example's violation h_i - y_i f~(x_i) "
-                    "is <= epsilon (>= 0; the paper's analysis uses 1/2)", TypeConverters.toFloat)
-    maxSupport = Param(Params._dummy(), "maxSupport", "stop before the support set would exceed this size "
-                       "(integer >= 1; unset: no limit)", TypeConverters.toInt)
-    aggressive = Param(Params._dummy(), "aggressive", "section 6.1's variant: step on violating support vectors "
-                       "before taking a new one (sparser, more steps)", TypeConverters.toBoolean)
-    candidatesPerClass = Param(Params._dummy(), "candidatesPerClass", "most violating examples each partition "
-                               "reports per class and round (integer >= 1)", TypeConverters.toInt)
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(eta=0.5, epsilon=0.5, aggressive=False, candidatesPerClass=64, maxIter=100000)
+    def getPrune(self):
+        return self.getOrDefault(self.prune)
 
 
-class _L0Params(_DualParams):
+class _BudgetSVMSetters(_CSVCSetters):
+    def setBudget(self, value):
+        return self._set(budget=value)
+
+    def setNorm(self, value):
+        return self._set(norm=value)
+
+    def setPrune(self, value):
+        return self._set(prune=value)
+
+
+class _L0SVMParams(_BSVMParams, _WeightParams, _KernelParams, _DualSolverParams):
     """Params of the L0-norm SVM (Huang, Zheng, King & Lyu); C is the paper's C_xi."""
 
     CAlpha = Param(Params._dummy(), "CAlpha", "C_alpha: weight of the reweighted penalty a^T Lambda a that "
@@ -104,21 +291,136 @@ class _L0Params(_DualParams):
                    TypeConverters.toString)
     eps = Param(Params._dummy(), "eps", "coefficients with |a_i| < eps leave the active set, and the outer "
                 "iterations stop when no coefficient changes by eps (> 0)", TypeConverters.toFloat)
-    maxOuterIter = Param(Params._dummy(), "maxOuterIter", "most reweighting iterations, T_max (>= 1)",
+    maxOuterIter = Param(Params._dummy(), "maxOuterIter", "most reweighting iterations, T_max (integer >= 1)",
                          TypeConverters.toInt)
     initialSet = Param(Params._dummy(), "initialSet", "initial active set: 'random' (initialSize training rows "
                        "drawn by seed; all rows when there are fewer) or 'all' (every row: each partition then "
                        "holds an n_local x n block)", TypeConverters.toString)
-    initialSize = Param(Params._dummy(), "initialSize", "m0: rows in a 'random' initial active set (>= 1)",
+    initialSize = Param(Params._dummy(), "initialSize", "m0: rows in a 'random' initial active set (integer >= 1)",
                         TypeConverters.toInt)
+
+    RULES = {"CAlpha": positive, "eps": positive, "maxOuterIter": at_least(1), "initialSize": at_least(1),
+             "margin": one_of(MARGINS), "initialSet": one_of(("random", "all"))}
 
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(CAlpha=0.2, margin="kernel", eps=1e-4, maxOuterIter=100, initialSet="random",
                          initialSize=500, tol=1e-6)  # inner solves eps-accurate, see core.l0svm.fit_l0svm
 
+    def getCAlpha(self):
+        return self.getOrDefault(self.CAlpha)
 
-class _EBSVMParams(_BSVMParams):
+    def getMargin(self):
+        return self.getOrDefault(self.margin)
+
+    def getEps(self):
+        return self.getOrDefault(self.eps)
+
+    def getMaxOuterIter(self):
+        return self.getOrDefault(self.maxOuterIter)
+
+    def getInitialSet(self):
+        return self.getOrDefault(self.initialSet)
+
+    def getInitialSize(self):
+        return self.getOrDefault(self.initialSize)
+
+
+class _L0SVMSetters(_CSVCSetters):
+    def setCAlpha(self, value):
+        return self._set(CAlpha=value)
+
+    def setMargin(self, value):
+        return self._set(margin=value)
+
+    def setEps(self, value):
+        return self._set(eps=value)
+
+    def setMaxOuterIter(self, value):
+        return self._set(maxOuterIter=value)
+
+    def setInitialSet(self, value):
+        return self._set(initialSet=value)
+
+    def setInitialSize(self, value):
+        return self._set(initialSize=value)
+
+
+# ---- the slant-loss sparsifier -------------------------------------------------------------------------
+
+class _SlantParams(_BSVMParams):
+    """Params of the slant-loss sparsifier (Cotter, Shalev-Shwartz & Srebro); the kernel is the reference's."""
+
+    referenceModelPath = Param(Params._dummy(), "referenceModelPath", "path of a saved BSVMModel (any spark-bsvm "
+                               "method, trained on the same features and labels), or of a PipelineModel ending "
+                               "in one, to sparsify; its kernel and bias are kept", TypeConverters.toString)
+    eta = Param(Params._dummy(), "eta", "subgradient step size (> 0; the paper's analysis uses 1/2)",
+                TypeConverters.toFloat)
+    epsilon = Param(Params._dummy(), "epsilon", "stop when every eligible example's violation h_i - y_i f~(x_i) "
+                    "is <= epsilon (>= 0; the paper's analysis uses 1/2)", TypeConverters.toFloat)
+    maxSupport = Param(Params._dummy(), "maxSupport", "stop before the support set would exceed this size "
+                       "(integer >= 1; unset: no limit)", TypeConverters.toInt)
+    aggressive = Param(Params._dummy(), "aggressive", "section 6.1's variant: step on violating support vectors "
+                       "before taking a new one (sparser, more steps)", TypeConverters.toBoolean)
+    maxIter = Param(Params._dummy(), "maxIter", "most subgradient steps (integer >= 1)", TypeConverters.toInt)
+    candidatesPerClass = Param(Params._dummy(), "candidatesPerClass", "most violating examples each partition "
+                               "reports per class and round (integer >= 1)", TypeConverters.toInt)
+
+    RULES = {"eta": positive, "epsilon": in_range(0.0, math.inf, closed_high=False), "maxSupport": at_least(1),
+             "maxIter": at_least(1), "candidatesPerClass": at_least(1)}
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(eta=0.5, epsilon=0.5, aggressive=False, candidatesPerClass=64, maxIter=100000)
+
+    def getReferenceModelPath(self):
+        return self.getOrDefault(self.referenceModelPath) if self.isDefined(self.referenceModelPath) else None
+
+    def getEta(self):
+        return self.getOrDefault(self.eta)
+
+    def getEpsilon(self):
+        return self.getOrDefault(self.epsilon)
+
+    def getMaxSupport(self):
+        return self.getOrDefault(self.maxSupport) if self.isDefined(self.maxSupport) else None
+
+    def getAggressive(self):
+        return self.getOrDefault(self.aggressive)
+
+    def getMaxIter(self):
+        return self.getOrDefault(self.maxIter)
+
+    def getCandidatesPerClass(self):
+        return self.getOrDefault(self.candidatesPerClass)
+
+
+class _SlantSetters(_CommonSetters):
+    def setReferenceModelPath(self, value):
+        return self._set(referenceModelPath=value)
+
+    def setEta(self, value):
+        return self._set(eta=value)
+
+    def setEpsilon(self, value):
+        return self._set(epsilon=value)
+
+    def setMaxSupport(self, value):
+        return self._set(maxSupport=value)
+
+    def setAggressive(self, value):
+        return self._set(aggressive=value)
+
+    def setMaxIter(self, value):
+        return self._set(maxIter=value)
+
+    def setCandidatesPerClass(self, value):
+        return self._set(candidatesPerClass=value)
+
+
+# ---- the elastic budget SVM ---------------------------------------------------------------------------
+
+class _EBSVMParams(_BSVMParams, _WeightParams, _KernelParams):
     """Params of the elastic budget SVM (stochastic subgradient steps, threshold theta held at the budget)."""
 
     budget = Param(Params._dummy(), "budget", "B: the model keeps at most B support vectors; a threshold theta "
@@ -135,12 +437,56 @@ class _EBSVMParams(_BSVMParams):
                             "fraction of the steps, the last ones; 0: the last iterate (in [0, 1])",
                             TypeConverters.toFloat)
 
+    RULES = {"budget": at_least(1), "regParam": positive, "epochs": at_least(1), "batchSize": at_least(1),
+             "etaTheta": positive, "averageFraction": in_range(0.0, 1.0, closed_high=True, note=" (0: the last "
+                                                                                         "iterate)")}
+
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0, averageFraction=0.1)
 
+    def getBudget(self):
+        return self.getOrDefault(self.budget)
 
-class _SpSVMParams(_BSVMParams):
+    def getRegParam(self):
+        return self.getOrDefault(self.regParam)
+
+    def getEpochs(self):
+        return self.getOrDefault(self.epochs)
+
+    def getBatchSize(self):
+        return self.getOrDefault(self.batchSize)
+
+    def getEtaTheta(self):
+        return self.getOrDefault(self.etaTheta)
+
+    def getAverageFraction(self):
+        return self.getOrDefault(self.averageFraction)
+
+
+class _EBSVMSetters(_CommonSetters, _WeightSetters, _KernelSetters):
+    def setBudget(self, value):
+        return self._set(budget=value)
+
+    def setRegParam(self, value):
+        return self._set(regParam=value)
+
+    def setEpochs(self, value):
+        return self._set(epochs=value)
+
+    def setBatchSize(self, value):
+        return self._set(batchSize=value)
+
+    def setEtaTheta(self, value):
+        return self._set(etaTheta=value)
+
+    def setAverageFraction(self, value):
+        return self._set(averageFraction=value)
+
+
+# ---- SpSVM-2 ------------------------------------------------------------------------------------------
+
+class _SpSVMParams(_BSVMParams, _WeightParams, _KernelParams):
     """Params of SpSVM-2 (Keerthi, Chapelle & DeCoste): a basis grown greedily to maxBasis."""
 
     maxBasis = Param(Params._dummy(), "maxBasis", "d_max: the most basis functions (training examples) the "
@@ -154,9 +500,18 @@ class _SpSVMParams(_BSVMParams):
                            "candidate, kappa times slower)", TypeConverters.toString)
     retrain = Param(Params._dummy(), "retrain", "when to re-optimise all coefficients: 'schedule' (at "
                     "|J| = floor(2^(p/4)) and at the end) or 'always'", TypeConverters.toString)
+    tol = Param(Params._dummy(), "tol", "stop early when, at a re-optimisation, the objective fell by less than "
+                "this share of it per basis function added since the previous one (>= 0; 0: never)",
+                TypeConverters.toFloat)
+    maxIter = Param(Params._dummy(), "maxIter", "most Newton iterations of each re-optimisation (integer >= 1)",
+                    TypeConverters.toInt)
     initialModelPath = Param(Params._dummy(), "initialModelPath", "warm start: path of a saved BSVMModel, or of "
                              "a PipelineModel ending in one, whose support vectors are offered as the first "
                              "basis functions (same features); unset: a cold start", TypeConverters.toString)
+
+    RULES = {"maxBasis": at_least(1), "regParam": positive, "kappa": at_least(1),
+             "basisSelection": one_of(SELECTIONS), "retrain": one_of(RETRAINS),
+             "tol": in_range(0.0, math.inf, closed_high=False), "maxIter": at_least(1)}
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -168,3 +523,47 @@ class _SpSVMParams(_BSVMParams):
 
     def getRegParam(self):
         return self.getOrDefault(self.regParam)
+
+    def getKappa(self):
+        return self.getOrDefault(self.kappa)
+
+    def getBasisSelection(self):
+        return self.getOrDefault(self.basisSelection)
+
+    def getRetrain(self):
+        return self.getOrDefault(self.retrain)
+
+    def getTol(self):
+        return self.getOrDefault(self.tol)
+
+    def getMaxIter(self):
+        return self.getOrDefault(self.maxIter)
+
+    def getInitialModelPath(self):
+        return self.getOrDefault(self.initialModelPath) if self.isDefined(self.initialModelPath) else None
+
+
+class _SpSVMSetters(_CommonSetters, _WeightSetters, _KernelSetters):
+    def setMaxBasis(self, value):
+        return self._set(maxBasis=value)
+
+    def setRegParam(self, value):
+        return self._set(regParam=value)
+
+    def setKappa(self, value):
+        return self._set(kappa=value)
+
+    def setBasisSelection(self, value):
+        return self._set(basisSelection=value)
+
+    def setRetrain(self, value):
+        return self._set(retrain=value)
+
+    def setTol(self, value):
+        return self._set(tol=value)
+
+    def setMaxIter(self, value):
+        return self._set(maxIter=value)
+
+    def setInitialModelPath(self, value):
+        return self._set(initialModelPath=value)

@@ -59,9 +59,9 @@ def test_estimator_fits_and_round_trips(data, local, tmp_path):
 
 @pytest.mark.parametrize("estimator, message", [
     (L0SVM(CAlpha=-1.0), "CAlpha must be a positive finite number, got -1.0"),
-    (L0SVM(maxOuterIter=0), "maxOuterIter must be >= 1, got 0"),
+    (L0SVM(maxOuterIter=0), "maxOuterIter must be an integer >= 1, got 0"),
     (L0SVM(margin="l1"), r"margin must be one of \('kernel', 'identity'\), got 'l1'"),
-    (L0SVM(initialSet="first"), "initialSet must be 'random' or 'all', got 'first'"),
+    (L0SVM(initialSet="first"), r"initialSet must be one of \('random', 'all'\), got 'first'"),
 ])
 def test_bad_params_are_named(data, estimator, message):
     with pytest.raises(ValueError, match=message):

@@ -79,7 +79,7 @@ def test_save_load_round_trip_keeps_the_path(setup, tmp_path):
 @pytest.mark.parametrize("params, message", [
     ({}, "referenceModelPath is not set: save a fitted BSVMModel"),
     ({"referenceModelPath": "/nonexistent/model"}, r"ending in one\) at referenceModelPath=./nonexistent"),
-    ({"referenceModelPath": "x", "maxIter": 0}, r"maxIter \(the most subgradient steps\) must be >= 1, got 0"),
+    ({"referenceModelPath": "x", "maxIter": 0}, "maxIter must be an integer >= 1, got 0"),
 ])
 def test_bad_params_are_named(setup, params, message):
     with pytest.raises(ValueError, match=message):

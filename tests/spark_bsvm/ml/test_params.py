@@ -1,0 +1,128 @@
+"""Params per method: only what the method uses, a getter and a setter for each, checks before any Spark job."""
+
+import pytest
+
+from spark_bsvm.ml import (CSVC, L0SVM, BSVMModel, BudgetSVM, CSVCModel, ElasticBudgetSVM, SlantSparsifier, SpSVM,
+                           SpSVMModel)
+from spark_bsvm.ml.base import _BSVMEstimator
+from tests.conftest import rings_frame
+
+ESTIMATORS = [CSVC, BudgetSVM, SlantSparsifier, ElasticBudgetSVM, SpSVM, L0SVM]
+CHOICES = {"kernel": "linear", "norm": "l2", "margin": "identity", "initialSet": "all", "basisSelection": "method1",
+           "retrain": "always", "numPartitions": 3, "maxSupport": 40}
+
+
+def _sample(estimator, param):
+    """A valid value of ``param`` that differs from its default."""
+    default = estimator.getOrDefault(param) if estimator.hasDefault(param) else None
+    if param.name in CHOICES:
+        return CHOICES[param.name]
+    if isinstance(default, bool):
+        return not default
+    if isinstance(default, int):
+        return default + 3
+    if isinstance(default, float):
+        return default + 0.125
+    return "some_column" if param.name.endswith("Col") else "/some/path"
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_every_param_has_a_getter_and_a_setter_that_round_trip(cls):
+    estimator = cls()
+    for param in estimator.params:
+        name = param.name[0].upper() + param.name[1:]
+        getter, setter = getattr(estimator, f"get{name}", None), getattr(estimator, f"set{name}", None)
+        assert callable(getter) and callable(setter), f"{cls.__name__}.{param.name} lacks get{name} or set{name}"
+        value = _sample(estimator, param)
+        assert setter(value) is estimator
+        assert getter() == value, f"{cls.__name__}.set{name}({value!r}) then get{name}()"
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_estimator_and_model_share_the_method_params_and_the_table_names_only_real_params(cls):
+    estimator = cls()
+    names = {p.name for p in estimator.params}
+    trained_kernel = {"kernel", "gamma", "degree", "coef0"} if cls is SlantSparsifier else set()  # the reference's
+    assert names | trained_kernel == {p.name for p in cls.model_class().params}
+    assert set(cls.core.arguments) <= names
+    assert all(param.doc for param in estimator.params)
+
+
+def test_each_method_carries_only_the_params_it_uses():
+    assert not {"kernel", "gamma", "tol", "weightCol", "C"} & {p.name for p in SlantSparsifier().params}
+    assert not {"tol", "maxIter", "C"} & {p.name for p in ElasticBudgetSVM().params}
+    assert "budget" not in {p.name for p in CSVC().params}
+    assert "decision value f(x)" in CSVC().explainParam("threshold")
+
+
+def test_the_model_has_column_setters():
+    model = SpSVMModel()
+    assert model.setFeaturesCol("f").setPredictionCol("p").setRawPredictionCol("r").setProbabilityCol("q") is model
+    assert model.setThreshold(0.5).getThreshold() == 0.5 and model.getFeaturesCol() == "f"
+    assert isinstance(model, BSVMModel) and not hasattr(model, "setMaxBasis")
+
+
+BAD = [
+    (CSVC(C=-1.0), "C must be a positive finite number, got -1.0"),
+    (CSVC(tol=0.0), "tol must be a positive finite number, got 0.0"),
+    (CSVC(gamma=0.0), "gamma must be a finite number > 0, got 0.0"),
+    (CSVC(kernel="sigmoid"), "unknown kernel 'sigmoid'"),
+    (CSVC(maxIter=0), "maxIter must be an integer >= 1, got 0"),
+    (CSVC(numPartitions=0), "numPartitions must be an integer >= 1, got 0"),
+    (CSVC(calibrationFraction=0.5), r"calibrationFraction must be in \[0, 0.5\), got 0.5"),
+    (CSVC(threshold=float("nan")), "threshold must be a finite number, got nan"),
+    (BudgetSVM(budget=0), "budget must be an integer >= 1, got 0"),
+    (BudgetSVM(norm="l3"), r"norm must be one of \('l1', 'l2'\), got 'l3'"),
+    (BudgetSVM(norm="l2", weightCol="w"), "weightCol is not supported by the budget-L2 SVM"),
+    (SpSVM(maxBasis=0), "maxBasis must be an integer >= 1, got 0"),
+    (SpSVM(kappa=0), "kappa must be an integer >= 1, got 0"),
+    (SpSVM(regParam=0.0), "regParam must be a positive finite number, got 0.0"),
+    (SpSVM(basisSelection="method3"), r"basisSelection must be one of \('method2', 'method1'\)"),
+    (SlantSparsifier(), "referenceModelPath is not set"),
+    (SlantSparsifier(referenceModelPath="/x", eta=0.0), "eta must be a positive finite number, got 0.0"),
+    (ElasticBudgetSVM(epochs=0), "epochs must be an integer >= 1, got 0"),
+    (L0SVM(CAlpha=-1.0), "CAlpha must be a positive finite number, got -1.0"),
+]
+
+
+SCHEMA = [
+    (CSVC(featuresCol="nope"), r"the features column 'nope' is not in the DataFrame \(its columns: \['features', "),
+    (CSVC(labelCol="y"), "the label column 'y' is not in the DataFrame"),
+    (CSVC(featuresCol="label"), "features column 'label' has type double, not vector: assemble"),
+    (CSVC(weightCol="w"), "the weight column 'w' is not in the DataFrame"),
+]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("estimator, message", BAD + SCHEMA, ids=[m.split(" ")[0] for _, m in BAD + SCHEMA])
+def test_a_bad_param_or_column_starts_no_spark_job(spark, estimator, message):
+    _, _, df = rings_frame(spark, 40, seed=2)
+    df.count()
+    tracker, context = spark.sparkContext.statusTracker(), spark.sparkContext
+    context.setJobGroup("bad-param", "a fit with a bad param")
+    try:
+        with pytest.raises(ValueError, match=message):
+            estimator.fit(df)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    assert tracker.getJobIdsForGroup("bad-param") == []
+
+
+@pytest.mark.spark
+def test_the_summary_names_params_as_spark_does(spark, tmp_path):
+    _, _, df = rings_frame(spark, 200, seed=3)
+    model = CSVC(C=2.0, gamma=0.5, maxIter=500, workingSetSize=64, numPartitions=2).fit(df)
+    assert isinstance(model, CSVCModel) and model.getC() == 2.0 and model.getWorkingSetSize() == 64
+    params = model.trainingSummary["params"]
+    assert params == {"C": 2.0, "tol": 1e-3, "maxIter": 500, "workingSetSize": 64, "kernel": "rbf", "gamma": 0.5,
+                      "degree": 3, "coef0": 0.0}
+    assert model.trainingSummary["coreParams"]["C"] == 2.0  # core's own record, under its names
+    path = str(tmp_path / "csvc")
+    model.write().save(path)
+    loaded = BSVMModel.load(path)
+    assert type(loaded) is CSVCModel and loaded.getWorkingSetSize() == 64 and loaded.trainingSummary == \
+        model.trainingSummary
+
+
+def test_every_estimator_is_in_the_base():
+    assert all(issubclass(cls, _BSVMEstimator) for cls in ESTIMATORS)
