@@ -5,6 +5,28 @@ import numpy as np
 from core.labels import two_classes
 
 
+def check_schema(df, features_col, label_col, weight_col=None):
+    """A ValueError naming a missing or mistyped column, from the schema alone (no Spark job)."""
+    from pyspark.ml.linalg import VectorUDT
+    from pyspark.sql.types import BooleanType, NumericType, StringType
+
+    fields = {field.name: field.dataType for field in df.schema.fields}
+    wanted = [("features", features_col), ("label", label_col)] + ([("weight", weight_col)] if weight_col else [])
+    for role, name in wanted:
+        if name not in fields:
+            raise ValueError(f"the {role} column {name!r} is not in the DataFrame (its columns: {sorted(fields)}); "
+                             f"set {role}Col to one of them")
+    if not isinstance(fields[features_col], VectorUDT):
+        raise ValueError(f"features column {features_col!r} has type {fields[features_col].simpleString()}, not "
+                         "vector: assemble the feature columns with pyspark.ml.feature.VectorAssembler")
+    if not isinstance(fields[label_col], (NumericType, StringType, BooleanType)):
+        raise ValueError(f"label column {label_col!r} has type {fields[label_col].simpleString()}: labels must be "
+                         "numbers, strings or booleans with exactly two values")
+    if weight_col and not isinstance(fields[weight_col], NumericType):
+        raise ValueError(f"weight column {weight_col!r} has type {fields[weight_col].simpleString()}, not a "
+                         "number")
+
+
 def check_training_data(prepared, features_col, label_col, weight_col=None):
     """(the two label values, the row count) of the training data, or a ValueError naming the problem."""
     from pyspark.sql import functions as F

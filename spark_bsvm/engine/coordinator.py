@@ -17,7 +17,6 @@ driver's current model.  The fit resumes where it was.
 """
 
 import logging
-import re
 import secrets
 import select
 import socket
@@ -27,9 +26,9 @@ import time
 from core.engine import Engine
 from core.partition import function_name
 from spark_bsvm.engine import wire
-from spark_bsvm.engine.blocks import check_training_data
+from spark_bsvm.engine.blocks import check_schema, check_training_data
 from spark_bsvm.engine.slots import check_barrier_possible, executor_slots
-from spark_bsvm.engine.task import STOP, make_task
+from spark_bsvm.engine.task import ERROR, STOP, make_task
 
 log = logging.getLogger("spark_bsvm")
 
@@ -55,6 +54,7 @@ class SparkEngine(Engine):
         from pyspark.sql import functions as F
 
         spark = df.sparkSession
+        check_schema(df, features_col, label_col, weight_col)
         self.n_partitions = num_partitions or executor_slots(spark)
         check_barrier_possible(spark, self.n_partitions)
         columns = [F.col(features_col).alias("features"), F.col(label_col).alias("label")]
@@ -73,7 +73,7 @@ class SparkEngine(Engine):
         if prepared.rdd.getNumPartitions() != self.n_partitions:
             prepared = prepared.repartition(self.n_partitions)  # deterministic on retry (sorted round robin)
         stage = prepared.mapInArrow(task, "served long", barrier=True)
-        self._job_group = f"spark-bsvm-{self._secret[:12]}"
+        self._job_group = f"spark-bsvm-fit-{secrets.token_hex(8)}"  # shown in the UI: nothing of the secret
         self._job_error = None
         self._spark = spark
 
@@ -98,11 +98,7 @@ class SparkEngine(Engine):
     # ---- connections ------------------------------------------------------------------------
 
     def _check_stage(self):
-        if self._job_error is not None:
-            # a bad-input error raised in a task reaches us inside a Java stack trace: surface it
-            found = re.search(r"ValueError: ([^\n]+)", str(self._job_error))
-            if found:
-                raise ValueError(found.group(1)) from self._job_error
+        if self._job_error is not None:  # bad input never gets here: tasks report it as an error frame
             raise RuntimeError(f"the training stage failed: {self._job_error}") from self._job_error
         if not self._thread.is_alive():
             raise RuntimeError("the training stage ended before the fit did")
@@ -161,6 +157,8 @@ class SparkEngine(Engine):
                         answers[pid] = wire.recv(conn)
                     except (ConnectionError, OSError) as exc:
                         raise _Restart() from exc
+                    if ERROR in answers[pid]:  # the task's rows or request are bad: retrying cannot help
+                        raise ValueError(answers[pid]["message"])
                     del pending[pid]
         return [answers[pid] for pid in sorted(answers)]
 

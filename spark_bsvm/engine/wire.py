@@ -1,19 +1,18 @@
-"""The driver <-> task wire format: authenticated frames of JSON and .npy bytes.
+"""The driver <-> task wire format: authenticated frames of JSON and raw array bytes.
 
-Nothing received is ever unpickled.  A message is a flat dict whose values
-are None, bools, numbers, strings, lists/dicts of those (JSON), numpy arrays
-(``.npy`` bytes read back with ``allow_pickle=False``) or CSR row blocks
-(three arrays and a shape).  A frame is an 8-byte big-endian length and the
-payload; the payload is a JSON header naming each value's kind and the byte
-lengths of its arrays, followed by those arrays.
+Nothing received is ever unpickled or evaluated.  A message is a flat dict whose values are None,
+bools, numbers, strings, lists/dicts of those (JSON), numpy arrays of a plain numeric or bool dtype,
+or CSR row blocks (three arrays and a shape).  A frame is an 8-byte big-endian length and the
+payload; the payload is an 8-byte header length, a JSON header naming each value's kind (arrays:
+dtype string and shape) and then the arrays' bytes, C order, one after the other.  Arrays are read
+back with ``np.frombuffer`` (one copy out of the frame, so they own their memory and are writable):
+no ``.npy`` headers to parse, which cost ~0.2 ms an array (``ast.literal_eval``).
 
-A connection starts with the task sending the per-fit secret (32 bytes in
-hex) and its partition id; the coordinator compares the secret in constant
-time before reading anything else.
+A connection starts with the task sending the per-fit secret (32 bytes in hex) and its partition id;
+the coordinator compares the secret in constant time before reading anything else.
 """
 
 import hmac
-import io
 import json
 import struct
 
@@ -22,75 +21,103 @@ import scipy.sparse as sp
 
 _LENGTH = struct.Struct(">Q")
 MAX_FRAME = 1 << 34  # 16 GiB: anything larger is a corrupt or hostile length
+# dtypes an array on the wire may have: plain numbers and bools, in either byte order
+_KINDS = frozenset("biuf")
 
 
-def _npy(array):
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
-    return buf.getvalue()
+def _array_spec(array):
+    """(JSON spec, bytes view) of one array."""
+    if array.dtype.kind not in _KINDS:
+        raise TypeError(f"arrays on the wire must be numeric or bool, got dtype {array.dtype}")
+    flat = np.ascontiguousarray(array).reshape(-1)  # C order (ascontiguousarray makes a 0-d array 1-d)
+    return {"dtype": array.dtype.str, "shape": list(array.shape)}, flat.view(np.uint8)
 
 
-def encode(message):
-    """Bytes of one message (see the module doc for what values may hold)."""
+def _encode_parts(message):
+    """The JSON header and the list of byte buffers of ``message``."""
     header, blobs = {}, []
     for key, value in message.items():
         if isinstance(value, np.ndarray):
-            blob = _npy(value)
-            header[key] = {"kind": "array", "sizes": [len(blob)]}
+            spec, blob = _array_spec(value)
+            header[key] = {"kind": "array", "arrays": [spec]}
             blobs.append(blob)
         elif sp.issparse(value):
             value = sp.csr_matrix(value)
-            parts = [_npy(value.data), _npy(value.indices), _npy(value.indptr)]
-            header[key] = {"kind": "csr", "shape": list(value.shape), "sizes": [len(b) for b in parts]}
-            blobs.extend(parts)
+            specs = [_array_spec(part) for part in (value.data, value.indices, value.indptr)]
+            header[key] = {"kind": "csr", "shape": list(value.shape), "arrays": [spec for spec, _ in specs]}
+            blobs.extend(blob for _, blob in specs)
         elif isinstance(value, np.generic):
             header[key] = {"kind": "json", "value": value.item()}
         else:
             header[key] = {"kind": "json", "value": value}
-    head = json.dumps(header).encode()
-    return _LENGTH.pack(len(head)) + head + b"".join(blobs)
+    return json.dumps(header).encode(), blobs
+
+
+def encode(message):
+    """Bytes of one message (see the module doc for what values may hold)."""
+    head, blobs = _encode_parts(message)
+    return b"".join([_LENGTH.pack(len(head)), head, *blobs])
+
+
+def _read_array(payload, offset, spec):
+    dtype = np.dtype(spec["dtype"])
+    if dtype.kind not in _KINDS:
+        raise ValueError(f"refusing an array of dtype {dtype} in a message")
+    shape = tuple(int(n) for n in spec["shape"])
+    count = int(np.prod(shape, dtype=np.int64))
+    size = count * dtype.itemsize
+    if count < 0 or offset + size > len(payload):
+        raise ValueError("an array in a message runs past its frame")
+    array = np.frombuffer(payload, dtype=dtype, count=count, offset=offset).reshape(shape).copy()
+    return array, offset + size
 
 
 def decode(payload):
-    """The message encoded in ``payload`` (arrays are read without pickle)."""
+    """The message encoded in ``payload`` (arrays are copied out of it, never unpickled)."""
     (head_len,) = _LENGTH.unpack_from(payload, 0)
-    header = json.loads(payload[8:8 + head_len])
+    header = json.loads(bytes(payload[8:8 + head_len]))
     offset = 8 + head_len
     message = {}
-
-    def next_array(size):
-        nonlocal offset
-        array = np.load(io.BytesIO(payload[offset:offset + size]), allow_pickle=False)
-        offset += size
-        return array
-
     for key, spec in header.items():
-        if spec["kind"] == "json":
+        kind = spec["kind"]
+        if kind == "json":
             message[key] = spec["value"]
-        elif spec["kind"] == "array":
-            message[key] = next_array(spec["sizes"][0])
-        elif spec["kind"] == "csr":
-            data, indices, indptr = (next_array(s) for s in spec["sizes"])
-            message[key] = sp.csr_matrix((data, indices, indptr), shape=tuple(spec["shape"]))
+        elif kind == "array":
+            message[key], offset = _read_array(payload, offset, spec["arrays"][0])
+        elif kind == "csr":
+            parts = []
+            for part in spec["arrays"]:
+                array, offset = _read_array(payload, offset, part)
+                parts.append(array)
+            message[key] = sp.csr_matrix(tuple(parts), shape=tuple(spec["shape"]))
         else:
-            raise ValueError(f"unknown value kind {spec['kind']!r} in a message")
+            raise ValueError(f"unknown value kind {kind!r} in a message")
     return message
 
 
 def send(sock, message):
-    payload = encode(message)
-    sock.sendall(_LENGTH.pack(len(payload)) + payload)
+    """Send ``message`` as one frame (one system call for small messages; large arrays are not copied)."""
+    head, blobs = _encode_parts(message)
+    size = 8 + len(head) + sum(blob.nbytes for blob in blobs)
+    prefix = _LENGTH.pack(size) + _LENGTH.pack(len(head)) + head
+    if size < 1 << 16:
+        sock.sendall(b"".join([prefix, *blobs]))
+    else:
+        sock.sendall(prefix)
+        for blob in blobs:
+            sock.sendall(blob)
 
 
 def _recv_exactly(sock, n):
-    chunks, left = [], n
-    while left:
-        chunk = sock.recv(min(left, 1 << 20))
+    """Exactly ``n`` bytes from ``sock``, read into one buffer."""
+    buffer = bytearray(n)
+    view, got = memoryview(buffer), 0
+    while got < n:
+        chunk = sock.recv_into(view[got:], min(n - got, 1 << 22))
         if not chunk:
             raise ConnectionError("the peer closed the connection")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+        got += chunk
+    return buffer
 
 
 def recv(sock):

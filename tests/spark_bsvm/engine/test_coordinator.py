@@ -9,8 +9,7 @@ from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
-from spark_bsvm.engine import wire
-from spark_bsvm.engine import SparkEngine
+from spark_bsvm.engine import SparkEngine, wire
 from spark_bsvm.engine.slots import check_barrier_possible
 from tests.conftest import to_df
 
@@ -106,3 +105,31 @@ def test_barrier_requirements_are_explained():
         check_barrier_possible(_FakeSpark(2, {}), 3)
     with pytest.raises(ValueError, match="set spark.dynamicAllocation.enabled=false"):
         check_barrier_possible(_FakeSpark(8, {"spark.dynamicAllocation.enabled": "true"}), 2)
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([([0.0, 1.0], 0.0), ([1.0, 2.0], 1.0), ([1.0, 2.0, 3.0], 1.0)],
+     r"^feature vectors must all have 2 entries \(the size of the first row\), found sizes \[3\]"),
+    ([([0.0, 1.0], 0.0), ([1.0, 2.0], 1.0), ([float("nan"), 1.0], 1.0)], "rows contain NaN or infinity"),
+])
+def test_bad_rows_are_reported_by_their_task_once_without_retries(spark, rows, message):
+    """The task's own message, not a Java trace, and no failed attempt (local[2,3] would retry it)."""
+    from pyspark.ml.linalg import Vectors
+
+    df = spark.createDataFrame([(Vectors.dense(x), label) for x, label in rows], ["features", "label"])
+    engine = None
+    with pytest.raises(ValueError, match=message) as raised:
+        with SparkEngine(df, num_partitions=1) as engine:
+            fit_csvc(engine, C=1.0, kernel=KERNEL)
+    assert "Traceback" not in str(raised.value) and "at org.apache" not in str(raised.value)
+    tracker = spark.sparkContext.statusTracker()
+    jobs = tracker.getJobIdsForGroup(engine._job_group)
+    stages = [tracker.getStageInfo(stage) for job in jobs for stage in tracker.getJobInfo(job).stageIds]
+    assert jobs and sum(stage.numFailedTasks for stage in stages if stage) == 0
+    assert engine._listener.fileno() == -1 and not engine._thread.is_alive()
+
+
+def test_the_job_group_shows_nothing_of_the_secret(spark, data):
+    X, y = data
+    with SparkEngine(to_df(spark, X, y), num_partitions=2) as engine:
+        assert engine._secret[:6] not in engine._job_group and engine._job_group.startswith("spark-bsvm-fit-")

@@ -1,0 +1,63 @@
+"""The wire format: every value kind survives a round trip; nothing but plain numbers is accepted."""
+
+import socket
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from spark_bsvm.engine import wire
+
+VALUES = {
+    "float64": np.arange(6.0).reshape(2, 3), "int64": np.array([1, -2], np.int64), "bool": np.array([True, False]),
+    "float32": np.ones(3, np.float32), "zero_d": np.array(3.5), "empty": np.zeros((0, 4)),
+    "fortran": np.asfortranarray(np.arange(12.0).reshape(3, 4)), "big_endian": np.arange(4, dtype=">f8"),
+    "csr": sp.random(5, 4, density=0.5, format="csr", random_state=0), "json": {"x": [1, 2.5, "s"]}, "none": None,
+    "text": "hi", "number": 7, "numpy_scalar": np.float64(2.5), "flag": True,
+}
+
+
+def _same(a, b):
+    if isinstance(a, np.ndarray):
+        return b.dtype == a.dtype and b.shape == a.shape and np.array_equal(a, b)
+    if sp.issparse(a):
+        return sp.issparse(b) and b.shape == a.shape and (a != b).nnz == 0
+    return b == (a.item() if isinstance(a, np.generic) else a)
+
+
+def test_every_kind_of_value_round_trips_as_owned_writable_arrays():
+    payload = bytearray(wire.encode(VALUES))
+    decoded = wire.decode(payload)
+    assert all(_same(value, decoded[key]) for key, value in VALUES.items())
+    payload[:] = bytes(len(payload))  # the buffer is reused for the next frame: the arrays must not change
+    assert all(_same(value, decoded[key]) for key, value in VALUES.items())
+    assert all(decoded[key].flags.writeable and decoded[key].flags.owndata for key in ("float64", "empty", "int64"))
+
+
+def test_a_large_message_crosses_a_socket_intact():
+    left, right = socket.socketpair()
+    message = {"x": np.random.default_rng(0).random(400_000), "ids": np.arange(7), "name": "spsvm_score"}
+    sender = threading.Thread(target=wire.send, args=(left, message))
+    sender.start()
+    received = wire.recv(right)
+    sender.join()
+    left.close()
+    right.close()
+    assert all(_same(value, received[key]) for key, value in message.items())
+
+
+def test_objects_are_refused_both_ways():
+    with pytest.raises(TypeError, match="numeric or bool, got dtype object"):
+        wire.encode({"o": np.array([object()])})
+    forged = wire.encode({"a": np.zeros(2)}).replace(b'"<f8"', b'"|O8"')
+    with pytest.raises(ValueError, match="refusing an array of dtype object"):
+        wire.decode(forged)
+    with pytest.raises(ValueError, match="unknown value kind"):
+        wire.decode(wire.encode({"a": 1}).replace(b'"json"', b'"pkl1"'))
+
+
+def test_an_array_longer_than_its_frame_is_refused():
+    payload = wire.encode({"a": np.zeros(4)})
+    with pytest.raises(ValueError, match="runs past its frame"):
+        wire.decode(payload[:-8])
