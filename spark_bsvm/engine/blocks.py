@@ -8,7 +8,7 @@ from core.labels import two_classes
 def check_schema(df, features_col, label_col, weight_col=None):
     """A ValueError naming a missing or mistyped column, from the schema alone (no Spark job)."""
     from pyspark.ml.linalg import VectorUDT
-    from pyspark.sql.types import BooleanType, NumericType, StringType
+    from pyspark.sql.types import ArrayType, BooleanType, NumericType, StringType
 
     fields = {field.name: field.dataType for field in df.schema.fields}
     wanted = [("features", features_col), ("label", label_col)] + ([("weight", weight_col)] if weight_col else [])
@@ -16,9 +16,11 @@ def check_schema(df, features_col, label_col, weight_col=None):
         if name not in fields:
             raise ValueError(f"the {role} column {name!r} is not in the DataFrame (its columns: {sorted(fields)}); "
                              f"set {role}Col to one of them")
-    if not isinstance(fields[features_col], VectorUDT):
-        raise ValueError(f"features column {features_col!r} has type {fields[features_col].simpleString()}, not "
-                         "vector: assemble the feature columns with pyspark.ml.feature.VectorAssembler")
+    features = fields[features_col]
+    if not (isinstance(features, VectorUDT)
+            or isinstance(features, ArrayType) and isinstance(features.elementType, NumericType)):
+        raise ValueError(f"features column {features_col!r} has type {features.simpleString()}, not a vector or an "
+                         "array of numbers: assemble the feature columns with pyspark.ml.feature.VectorAssembler")
     if not isinstance(fields[label_col], (NumericType, StringType, BooleanType)):
         raise ValueError(f"label column {label_col!r} has type {fields[label_col].simpleString()}: labels must be "
                          "numbers, strings or booleans with exactly two values")
@@ -56,18 +58,31 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     return two_classes([g["label"] for g in groups]), int(n_rows)
 
 
-def rows_from_arrow(column, n_features):
-    """A VectorUDT column (Arrow struct type/size/indices/values) as a dense array or CSR block."""
-    import scipy.sparse as sp
-
-    kinds = column.field("type").to_numpy(zero_copy_only=False)
-    values = column.field("values")
-    sizes = np.where(kinds == 1, values.value_lengths().to_numpy(zero_copy_only=False),
-                     column.field("size").fill_null(0).to_numpy(zero_copy_only=False))
+def _check_sizes(sizes, n_features):
     if np.any(sizes != n_features):
         raise ValueError(f"feature vectors must all have {n_features} entries (the size of the first row), "
                          f"found sizes {sorted(set(sizes.tolist()) - {n_features})[:5]}; "
                          "assemble the features consistently")
+
+
+def rows_from_arrow(column, n_features):
+    """The features column of a task's Arrow batches as a dense array or a CSR block.
+
+    Either a list<double> column (an array<double> or array<float> features column: dense rows) or a
+    VectorUDT column (Arrow struct type/size/indices/values, dense and sparse rows mixed).
+    """
+    import pyarrow as pa
+    import scipy.sparse as sp
+
+    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        _check_sizes(column.value_lengths().fill_null(0).to_numpy(zero_copy_only=False), n_features)
+        flat = column.flatten().to_numpy(zero_copy_only=False)
+        return np.ascontiguousarray(flat.reshape(len(column), n_features), dtype=np.float64)
+    kinds = column.field("type").to_numpy(zero_copy_only=False)
+    values = column.field("values")
+    sizes = np.where(kinds == 1, values.value_lengths().to_numpy(zero_copy_only=False),
+                     column.field("size").fill_null(0).to_numpy(zero_copy_only=False))
+    _check_sizes(sizes, n_features)
     if np.all(kinds == 1):  # all dense
         flat = values.flatten().to_numpy(zero_copy_only=False)
         return np.ascontiguousarray(flat.reshape(len(column), n_features), dtype=np.float64)

@@ -51,6 +51,7 @@ class SparkEngine(Engine):
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
                  fault_injection=None):
+        from pyspark.ml.linalg import Vector
         from pyspark.sql import functions as F
 
         spark = df.sparkSession
@@ -62,7 +63,12 @@ class SparkEngine(Engine):
             columns.append(F.col(weight_col).cast("double").alias("weight"))
         prepared = df.select(*columns)
         self.classes, self.n_examples = check_training_data(prepared, features_col, label_col, weight_col)
-        self.n_features = int(prepared.select("features").first()["features"].size)
+        first = prepared.select("features").first()["features"]
+        if isinstance(first, Vector):
+            self.n_features = int(first.size)
+        else:  # an array column: the tasks read it as list<double>, dense rows
+            self.n_features = len(first)
+            prepared = prepared.withColumn("features", F.col("features").cast("array<double>"))
         self._secret = secrets.token_hex(32)
         host = spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")
         self._listener = socket.create_server((host, 0))

@@ -58,3 +58,29 @@ def test_spark_fit_on_sparse_vectors_equals_the_local_fit_on_csr(spark):
     assert sp.issparse(on_spark.support_vectors)
     np.testing.assert_array_equal(on_spark.support_vectors.toarray(), local.support_vectors.toarray())
     np.testing.assert_allclose(on_spark.coef, local.coef, rtol=0, atol=1e-9)
+
+
+def test_a_list_column_becomes_a_dense_block_and_its_sizes_are_checked():
+    X = np.arange(12.0).reshape(4, 3)
+    np.testing.assert_array_equal(rows_from_arrow(pa.array(X.tolist(), pa.list_(pa.float64())), 3), X)
+    with pytest.raises(ValueError, match=r"must all have 3 entries \(the size of the first row\), found sizes \[2\]"):
+        rows_from_arrow(pa.array([[1.0, 2.0, 3.0], [1.0, 2.0]], pa.list_(pa.float64())), 3)
+
+
+@pytest.mark.parametrize("element", ["double", "float"])
+def test_array_features_train_like_vectors(spark, element):
+    from pyspark.ml.functions import vector_to_array
+
+    from core.synthetic import make_rings
+    from tests.conftest import to_df
+
+    X, y = make_rings(200, 4, seed=6)
+    dtype = "float32" if element == "float" else "float64"
+    arrays = to_df(spark, X, y).select(vector_to_array("features", dtype=dtype).alias("features"), "label")
+    kernel = KernelSpec("rbf", gamma=0.5)
+    with SparkEngine(arrays, num_partitions=2) as engine:
+        on_arrays = fit_csvc(engine, C=1.0, kernel=kernel)
+    expected = X.astype(np.float32).astype(np.float64) if element == "float" else X
+    local = fit_csvc(LocalEngine(expected, y, n_partitions=2), C=1.0, kernel=kernel)
+    np.testing.assert_array_equal(on_arrays.support_vectors, local.support_vectors)
+    np.testing.assert_allclose(on_arrays.coef, local.coef, atol=1e-9)
