@@ -1,8 +1,8 @@
 """The Spark engine against LocalEngine: the same fit, the same seed, what Spark adds.
 
 Per case, one fit on ``SparkEngine`` (Spark ``local[2]``, 2 partitions, the DataFrame cached and
-counted first) and one on ``LocalEngine`` (2 partitions, the same rows in the same order), in one
-process, alternating (Spark, local, Spark, local, ... with ``--repeats``; medians).  Printed:
+counted first) and one on ``LocalEngine`` (2 partitions, the same rows in the same order and the
+same representation: CSR where the VectorAssembler made vectors sparse), in one process, alternating (Spark, local, Spark, local, ... with ``--repeats``; medians).  Printed:
 
     session     seconds to start the Spark session (once)
     start s     seconds to start the engine: Spark's checks of the data, the barrier stage, the tasks'
@@ -37,6 +37,7 @@ import sys
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from bench.common import load_libsvm, print_table
 from core.ebsvm import fit_ebsvm
@@ -163,9 +164,11 @@ def _block_timings(frame, n_features):
         rows = rows_from_arrow(table.column("features").combine_chunks(), n_features)
         size = rows.nbytes if isinstance(rows, np.ndarray) else rows.data.nbytes + rows.indices.nbytes
         yield pa.RecordBatch.from_pydict({"rows": [table.num_rows], "bytes": [size],
+                                          "sparse": [not isinstance(rows, np.ndarray)],
                                           "seconds": [time.perf_counter() - start]})
 
-    return [r.asDict() for r in frame.mapInArrow(task, "rows long, bytes long, seconds double", barrier=True).collect()]
+    schema = "rows long, bytes long, sparse boolean, seconds double"
+    return [r.asDict() for r in frame.mapInArrow(task, schema, barrier=True).collect()]
 
 
 def _executor_cold_start(spark, SparkEngine):
@@ -215,11 +218,13 @@ def main():
             _block_timings(frame, X.shape[1])  # the first conversion in these workers loads pyarrow's code
             loaded[data] = (X, y, frame, _block_timings(frame, X.shape[1]))
         X, y, frame, blocks = loaded[data]
-        extra = make_extra(X, y) if make_extra else None
+        # the same rows as the tasks' blocks: CSR when the assembler made any vector sparse
+        X_local = sp.csr_matrix(X) if any(b["sparse"] for b in blocks) else X
+        extra = make_extra(X_local, y) if make_extra else None
         runs = {"spark": [], "local": []}
         for _ in range(args.repeats):
             runs["spark"].append(_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, extra))
-            runs["local"].append(_fit(lambda: LocalEngine(X, y, n_partitions=PARTITIONS), fit, extra))
+            runs["local"].append(_fit(lambda: LocalEngine(X_local, y, n_partitions=PARTITIONS), fit, extra))
         med = {k: {q: statistics.median(r[q] for r in v) for q in ("fit", "cpu", "first", "start")} for k, v in runs.items()}
         spark_run, local_run = runs["spark"][-1], runs["local"][-1]
         if blocks:

@@ -68,6 +68,9 @@ def make_task(host, port, secret, n_features, classes, has_weight, fault_injecti
         # threads made each round of an SpSVM fit on ijcnn1 3.8 ms slower (bench/bench_engines.py)
         blas = threadpool_limits(limits=1, user_api="blas")
         sock = socket.create_connection((host, port))
+        # frames go out in several writes (header, then large arrays): without NODELAY, Nagle holds the
+        # second write until the first is acknowledged, and a delayed ACK costs 40 ms per round
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         served = 0
         try:
             wire.send_hello(sock, secret, pid)
