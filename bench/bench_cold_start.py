@@ -28,7 +28,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from bench.common import print_table
+from bench.common import DATA_DIR, print_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,7 +87,7 @@ def _zipped(folder):
 
 
 def _run(path_entry):
-    env = dict(os.environ)
+    env = dict(os.environ, BSVM_DATA_DIR=str(DATA_DIR))  # core's copy elsewhere finds no ../shared/data
     env.pop("NUMBA_CACHE_DIR", None)
     # bench/ from this checkout, core/ from path_entry (first on the path)
     env["PYTHONPATH"] = os.pathsep.join([path_entry, str(ROOT)])

@@ -19,7 +19,7 @@ from core.labels import decode_labels
 from core.rows import as_rows, is_sparse, n_rows, squared_norms, take_rows
 
 FORMAT_VERSION = 1
-_BATCH = 4096  # rows of X per kernel block in the decision function
+DECISION_BATCH = 4096  # rows of X per kernel block in the decision function
 
 
 @dataclass
@@ -62,10 +62,10 @@ class KernelExpansion:
         out = np.full(n, self.bias)
         if self.n_support == 0:
             return out
-        for lo in range(0, n, _BATCH):
-            block = X[lo:lo + _BATCH]
+        for lo in range(0, n, DECISION_BATCH):
+            block = X[lo:lo + DECISION_BATCH]
             K = kernel_block(block, self.support_vectors, self.kernel, z_sq_norms=self._sv_sq_norms)
-            out[lo:lo + _BATCH] += K @ self.coef
+            out[lo:lo + DECISION_BATCH] += K @ self.coef
         return out
 
     def predict(self, X):

@@ -152,16 +152,21 @@ def _prefix_length(positions, size):
     return int(beyond[0]) if beyond.size else positions.size
 
 
+def check_reference(reference, n_features, classes):
+    """A ValueError unless ``reference`` was trained on data of ``n_features`` features and labels ``classes``."""
+    if reference.n_features != n_features:
+        raise ValueError(f"the reference model has {reference.n_features} features but the data has "
+                         f"{n_features}: sparsify on the data the reference was trained on")
+    if [str(c) for c in reference.classes] != [str(c) for c in classes]:
+        raise ValueError(f"the reference model's label values {list(reference.classes)} differ from the data's "
+                         f"{list(classes)}: use the labels the reference was trained with")
+
+
 def _check(engine, reference, eta, epsilon, max_support, max_steps, candidates_per_class):
     if not isinstance(reference, KernelExpansion):
         raise ValueError(f"reference must be a KernelExpansion (a trained model's expansion), got "
                          f"{type(reference).__name__}")
-    if reference.n_features != engine.n_features:
-        raise ValueError(f"the reference model has {reference.n_features} features but the data has "
-                         f"{engine.n_features}: sparsify on the data the reference was trained on")
-    if [str(c) for c in reference.classes] != [str(c) for c in engine.classes]:
-        raise ValueError(f"the reference model's label values {list(reference.classes)} differ from the data's "
-                         f"{list(engine.classes)}: use the labels the reference was trained with")
+    check_reference(reference, engine.n_features, engine.classes)
     check_positive(eta=eta)
     if not (np.isfinite(epsilon) and epsilon >= 0):
         raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")

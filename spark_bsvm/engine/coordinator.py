@@ -50,7 +50,7 @@ class SparkEngine(Engine):
     """
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
-                 fault_injection=None):
+                 check_data=None, fault_injection=None):
         from pyspark.ml.linalg import Vector
         from pyspark.sql import functions as F
 
@@ -69,6 +69,8 @@ class SparkEngine(Engine):
         else:  # an array column: the tasks read it as list<double>, dense rows
             self.n_features = len(first)
             prepared = prepared.withColumn("features", F.col("features").cast("array<double>"))
+        if check_data is not None:  # the caller's checks of the data's shape, before the stage holds the slots
+            check_data(self.n_features, self.classes)
         self._secret = secrets.token_hex(32)
         host = spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")
         self._listener = socket.create_server((host, 0))

@@ -7,10 +7,13 @@ function's keyword arguments.  Everything else is here, once:
     _fit:  check every param (no Spark job before that)
            -> read the saved models it needs (``_driver_inputs``)
            -> split off the calibration rows
-           -> SparkEngine(...) -> core function(engine, **table-mapped params, kernel, inputs)
+           -> SparkEngine(...): the data's checks, then ``_check_data`` (saved models against the data),
+              then the training stage
+           -> core function(engine, **table-mapped params, kernel, inputs)
            -> the model, with the estimator's params and the trained kernel; Platt calibration
 """
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -57,6 +60,10 @@ class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
         training stage starts: once it runs it holds every task slot until the fit ends."""
         return {}
 
+    def _check_data(self, inputs, n_features, classes):
+        """Checks of ``inputs`` against the data's feature count and label values; they run once the data is
+        checked and before the training stage starts."""
+
     def _spark_values(self):
         """{Spark param name: value} of the params the core function gets (kernel params included)."""
         names = list(self.core.arguments) + (["kernel", "gamma", "degree", "coef0"]
@@ -79,7 +86,7 @@ class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
             fraction = self.getCalibrationFraction()
             dataset, holdout = dataset.randomSplit([1.0 - fraction, fraction], seed=self.getOrDefault(self.seed))
         with SparkEngine(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col(),
-                         self.getNumPartitions()) as engine:
+                         self.getNumPartitions(), check_data=functools.partial(self._check_data, inputs)) as engine:
             expansion = self.core.function(engine, **self.core_arguments(), **inputs)
         # the summary names params as the user set them; core's own names stay beside them
         expansion.metadata["coreParams"] = expansion.metadata.get("params", {})

@@ -8,7 +8,7 @@ from pyspark import keyword_only
 
 from core.ebsvm import fit_ebsvm
 from core.l0svm import fit_l0svm
-from core.slant import fit_slant
+from core.slant import check_reference, fit_slant
 from core.spsvm import fit_spsvm
 from core.svc import fit_budget_svm, fit_csvc
 from spark_bsvm.ml.base import CoreCall, _BSVMEstimator
@@ -145,6 +145,9 @@ class SlantSparsifier(_BSVMEstimator, _SlantParams, _SlantSetters):
     def _driver_inputs(self):
         return {"reference": load_expansion(self.getReferenceModelPath(), "referenceModelPath")}
 
+    def _check_data(self, inputs, n_features, classes):
+        check_reference(inputs["reference"], n_features, classes)
+
 class L0SVMModel(BSVMModel, _L0SVMParams):
     """An L0-norm SVM trained by ``L0SVM``."""
 
@@ -250,3 +253,9 @@ class SpSVM(_BSVMEstimator, _SpSVMParams, _SpSVMSetters):
     def _driver_inputs(self):
         path = self.getInitialModelPath()
         return {"initial_basis": load_expansion(path, "initialModelPath").support_vectors} if path else {}
+
+    def _check_data(self, inputs, n_features, classes):
+        basis = inputs.get("initial_basis")
+        if basis is not None and basis.shape[1] != n_features:
+            raise ValueError(f"the model at initialModelPath has {basis.shape[1]} features but the data has "
+                             f"{n_features}: warm-start from a model trained on the same features")
