@@ -23,6 +23,7 @@ import scipy.sparse as sp
 
 from core.config import NJIT, NJIT_FMA, NJIT_PARALLEL
 from core.rows import as_rows, is_sparse, squared_norms, to_dense
+from core.validation import check_positive
 
 RBF, LINEAR, POLY = 0, 1, 2
 _CODES = {"rbf": RBF, "linear": LINEAR, "poly": POLY}
@@ -61,9 +62,8 @@ class KernelSpec:
     def __post_init__(self):
         if not isinstance(self.name, str) or self.name not in _CODES:
             raise ValueError(f"unknown kernel {self.name!r}: use one of {sorted(_CODES)}")
-        gamma, coef0 = _number(self.gamma), _number(self.coef0)
-        if gamma is None or gamma <= 0:
-            raise ValueError(f"gamma must be a finite number > 0, got {self.gamma!r}")
+        check_positive(gamma=self.gamma)
+        gamma, coef0 = float(self.gamma), _number(self.coef0)
         if coef0 is None:
             raise ValueError(f"coef0 must be a finite number, got {self.coef0!r}")
         if isinstance(self.degree, bool) or not isinstance(self.degree, (int, np.integer)) or self.degree < 1:

@@ -1,4 +1,4 @@
-"""Scheduled retraining against a model registry (see spark_bsvm/retraining.py for the steps).
+"""Scheduled retraining against a model registry (see spark_bsvm/app/retraining.py for the steps).
 
 Trains a challenger on [data], evaluates it and the registry's current model
 on the same held-out rows, publishes the challenger as a new version and

@@ -3,12 +3,12 @@
 One fit is one long-lived barrier stage (``mapInArrow(..., barrier=True)``):
 each task converts its partition once to numpy blocks, connects to a small
 coordinator on the driver, and serves round requests until the fit ends.
-Rounds cost a socket round trip, not a Spark job (see DESIGN.md for the
-measured numbers).
+Rounds cost a socket round trip, not a Spark job (``bench/bench_engines.py``
+measures what a round costs beyond the partition work).
 
 Security: the coordinator listens only while a fit runs, on the driver's
 address, and serves only tasks that present the per-fit secret; nothing is
-ever unpickled (``spark_bsvm.wire``).
+ever unpickled (``spark_bsvm.engine.wire``).
 
 Fault tolerance: a barrier stage whose task fails is retried as a whole;
 the new tasks connect again, and the driver re-sends the round as its

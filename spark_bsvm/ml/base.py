@@ -22,6 +22,7 @@ from pyspark.ml import Estimator
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
 from spark_bsvm.engine import SparkEngine
+from spark_bsvm.engine.blocks import check_schema
 from spark_bsvm.ml.params import _KernelParams, check_params
 
 
@@ -80,6 +81,8 @@ class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
 
     def _fit(self, dataset):
         self._check()
+        # the columns first: reading a saved model below runs Spark jobs
+        check_schema(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col())
         inputs = self._driver_inputs()
         holdout = None
         if self.getCalibrationFraction() > 0:

@@ -80,6 +80,7 @@ class BudgetSVM(_BSVMEstimator, _BudgetSVMParams, _BudgetSVMSetters):
             raise ValueError("weightCol is not supported by the budget-L2 SVM (its dual has no per-example "
                              "box); unset weightCol or use norm='l1'")
 
+
 def load_expansion(path, param):
     """The ``KernelExpansion`` saved at ``path``: a ``BSVMModel``, or a ``PipelineModel`` whose last stage is
     one (as the jobs and the registry save them); a ValueError naming ``param`` otherwise."""
@@ -147,6 +148,7 @@ class SlantSparsifier(_BSVMEstimator, _SlantParams, _SlantSetters):
 
     def _check_data(self, inputs, n_features, classes):
         check_reference(inputs["reference"], n_features, classes)
+
 
 class L0SVMModel(BSVMModel, _L0SVMParams):
     """An L0-norm SVM trained by ``L0SVM``."""

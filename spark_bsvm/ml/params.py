@@ -81,7 +81,7 @@ class _BSVMParams(HasFeaturesCol, HasLabelCol, HasPredictionCol, HasRawPredictio
                           "application's task slots (default: all slots)", TypeConverters.toInt)
 
     RULES = {"threshold": finite, "calibrationFraction": in_range(0.0, 0.5, closed_high=False),
-             "numPartitions": at_least(1)}
+             "numPartitions": at_least(1), "seed": at_least(0)}
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -192,14 +192,16 @@ class _KernelSetters:
 class _DualSolverParams(Params):
     """C and the decomposition solver's settings."""
 
-    C = Param(Params._dummy(), "C", "cost of margin violations, C in the SVM dual's box 0 <= a_i <= C w_i (> 0)",
+    C = Param(Params._dummy(), "C", "cost of margin violations (> 0): the dual's box 0 <= a_i <= C w_i "
+              "(C-SVC, budget-L1, whose budget row is sum a_i <= budget C); for budget-L2 the ball "
+              "sum a_i^2 <= C^2 with sum a_i <= sqrt(budget) C",
               TypeConverters.toFloat)
     tol = Param(Params._dummy(), "tol", "stop when the largest KKT violation of the dual is below tol (> 0)",
                 TypeConverters.toFloat)
     maxIter = Param(Params._dummy(), "maxIter", "most decomposition rounds of a dual solve (integer >= 1)",
                     TypeConverters.toInt)
     workingSetSize = Param(Params._dummy(), "workingSetSize", "examples per decomposition round at the start "
-                           "(grows with the number of free support vectors, up to 4096; integer >= 1)",
+                           "(grows with the number of free support vectors, up to 4096 or this size if larger; integer >= 1)",
                            TypeConverters.toInt)
 
     RULES = {"C": positive, "tol": positive, "maxIter": at_least(1), "workingSetSize": at_least(1)}

@@ -163,7 +163,7 @@ def test_spec_codes_and_round_trip():
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(name="sigmoid"), "unknown kernel 'sigmoid'"),
-    (dict(gamma=0.0), "gamma must be a finite number > 0"),
+    (dict(gamma=0.0), "gamma must be a positive finite number"),
     (dict(gamma=-1.0), "gamma must be"),
     (dict(gamma=float("nan")), "gamma must be"),
     (dict(gamma="0.5x"), "gamma must be"),

@@ -56,7 +56,7 @@ def test_a_run_stopped_before_promotion_is_completed_by_the_rerun(spark, tmp_pat
     registry = ModelRegistry(root)
     assert run(root) == 0
 
-    def stop(point):  # in-process stand-in for a kill (tests/jobs/test_registry.py kills real processes)
+    def stop(point):  # in-process stand-in for a kill (tests/spark_bsvm/app/test_registry.py kills real processes)
         if point == "published":
             raise KeyboardInterrupt("stopped between publishing and promoting")
 

@@ -114,7 +114,7 @@ def test_empty_training_data_is_refused(spark, train):
 
 @pytest.mark.parametrize("estimator, message", [
     (CSVC(C=-1.0), "C must be a positive finite number, got -1.0"),
-    (CSVC(gamma=0.0), "gamma must be a finite number > 0, got 0.0"),
+    (CSVC(gamma=0.0), "gamma must be a positive finite number, got 0.0"),
     (CSVC(kernel="sigmoid"), "unknown kernel 'sigmoid'"),
     (BudgetSVM(budget=0), "budget must be an integer >= 1, got 0"),
     (BudgetSVM(norm="l2", weightCol="w"), "weightCol is not supported by the budget-L2 SVM"),

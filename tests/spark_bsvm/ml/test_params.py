@@ -65,7 +65,7 @@ def test_the_model_has_column_setters():
 BAD = [
     (CSVC(C=-1.0), "C must be a positive finite number, got -1.0"),
     (CSVC(tol=0.0), "tol must be a positive finite number, got 0.0"),
-    (CSVC(gamma=0.0), "gamma must be a finite number > 0, got 0.0"),
+    (CSVC(gamma=0.0), "gamma must be a positive finite number, got 0.0"),
     (CSVC(kernel="sigmoid"), "unknown kernel 'sigmoid'"),
     (CSVC(maxIter=0), "maxIter must be an integer >= 1, got 0"),
     (CSVC(numPartitions=0), "numPartitions must be an integer >= 1, got 0"),
@@ -82,6 +82,7 @@ BAD = [
     (SlantSparsifier(referenceModelPath="/x", eta=0.0), "eta must be a positive finite number, got 0.0"),
     (ElasticBudgetSVM(epochs=0), "epochs must be an integer >= 1, got 0"),
     (L0SVM(CAlpha=-1.0), "CAlpha must be a positive finite number, got -1.0"),
+    (SpSVM(seed=-1), "seed must be an integer >= 0, got -1"),
 ]
 
 
@@ -90,6 +91,7 @@ SCHEMA = [
     (CSVC(labelCol="y"), "the label column 'y' is not in the DataFrame"),
     (CSVC(featuresCol="label"), "features column 'label' has type double, not a vector or an array of numbers: assemble"),
     (CSVC(weightCol="w"), "the weight column 'w' is not in the DataFrame"),
+    (SlantSparsifier(referenceModelPath="/no/such/model", featuresCol="nope"), "the features column 'nope' is not"),
 ]
 
 

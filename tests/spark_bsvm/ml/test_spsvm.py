@@ -73,6 +73,10 @@ def test_initial_model_path_warm_starts_from_a_saved_model_or_pipeline(data, tmp
         np.testing.assert_array_equal(model.expansion.support_vectors[:6], earlier.expansion.support_vectors)
     with pytest.raises(ValueError, match=r"ending in one\) at initialModelPath='/nonexistent'"):
         SpSVM(initialModelPath="/nonexistent").fit(df)
+    narrow = BSVMModel(fit_spsvm(LocalEngine(X[:, :1], labels), max_basis=3, lam=0.1, kernel=KERNEL))
+    narrow.write().save(str(tmp_path / "narrow"))
+    with pytest.raises(ValueError, match="the model at initialModelPath has 1 features but the data has 4"):
+        SpSVM(initialModelPath=str(tmp_path / "narrow"), numPartitions=2).fit(df)
 
 
 def test_bad_params_are_explained(data):
