@@ -8,7 +8,10 @@ d x d block of a preallocated (capacity x capacity) array, so that each change
 costs O(d^2) instead of a refactorisation's O(d^3):
 
     append     P' = [[P, p], [p^T, pi]]:  r = R^-T p,  rho = sqrt(pi - r.r),
-               R' = [[R, r], [0, rho]]
+               R' = [[R, r], [0, rho]]  (r given when the caller has solved for it)
+    extend     k columns at once, P' = [[P, Q], [Q^T, S]]:  T = R^-T Q (one triangular
+               solve with k right-hand sides),  R' = [[R, T], [0, chol(S - T^T T)]]:
+               BLAS-3 work instead of k appends' matrix-vector loops
     update     P + x x^T:  a sweep of plane rotations along the rows of R
     downdate   P - x x^T:  the same with hyperbolic rotations; fails (and
                leaves R unusable) when P - x x^T is not numerically positive
@@ -45,18 +48,44 @@ class CholeskyFactor:
         """The current factor R (a view)."""
         return self.R[:self.size, :self.size]
 
-    def append(self, column, diagonal):
-        """Grow P by the column ``column`` (length size) and the diagonal entry; False when not PD."""
+    def append(self, column, diagonal, half=None):
+        """Grow P by the column ``column`` (length size) and the diagonal entry; False when not PD.
+
+        ``half``: R^-T column, when the caller already has it (``half_solve``): saves the O(d^2) solve.
+        """
         d = self.size
         if d >= self.R.shape[0]:
             raise ValueError(f"the factor is full (capacity {self.R.shape[0]})")
         column = np.ascontiguousarray(column, dtype=np.float64)
         if column.shape != (d,):
             raise ValueError(f"column must have length {d}, got shape {column.shape}")
-        ok = _append(self.R, d, column, float(diagonal))
+        r = _forward(self.R, d, column) if half is None else np.ascontiguousarray(half, dtype=np.float64)
+        ok = _write_column(self.R, d, r, float(diagonal))
         if ok:
             self.size = d + 1
         return ok
+
+    def extend(self, columns, corner):
+        """Grow P by k columns at once: ``columns`` (size x k) above the symmetric ``corner`` (k x k).
+
+        The same factor as k appends (and the same pivot test), from one triangular solve with k
+        right-hand sides and a k x k factorisation.  False, R left at its size, when a pivot fails.
+        """
+        d, k = self.size, corner.shape[0]
+        if d + k > self.R.shape[0]:
+            raise ValueError(f"{d + k} columns exceed the capacity {self.R.shape[0]}")
+        top = self.half_solve(columns) if d else np.zeros((0, k))
+        try:
+            low = scipy.linalg.cholesky(corner - top.T @ top, lower=False, check_finite=False)
+        except np.linalg.LinAlgError:
+            return False
+        if not np.all(np.diag(low) ** 2 > PIVOT_RTOL * np.abs(np.diag(corner))):
+            return False
+        self.R[:d, d:d + k] = top
+        self.R[d:d + k, :d] = 0.0
+        self.R[d:d + k, d:d + k] = low
+        self.size = d + k
+        return True
 
     def update(self, x):
         """R becomes the factor of P + x x^T."""
@@ -85,6 +114,8 @@ class CholeskyFactor:
 
     def half_solve(self, b):
         """R^-T b (a vector, or one column per right-hand side): ||R^-T b||^2 = b^T P^-1 b."""
+        if np.ndim(b) == 1:  # in place on R: LAPACK (through scipy) would copy the d x d view first
+            return _forward(self.R, self.size, np.ascontiguousarray(b, dtype=np.float64))
         return scipy.linalg.solve_triangular(self.upper, b, trans="T", lower=False, check_finite=False)
 
     def _vector(self, x):
@@ -95,14 +126,20 @@ class CholeskyFactor:
 
 
 @numba.njit(**NJIT)
-def _append(R, d, p, pi):
-    """Solve R^T r = p by forward substitution along rows of R; write r and rho into column d."""
+def _forward(R, d, p):
+    """r with R^T r = p, by forward substitution along rows of R."""
     acc = np.zeros(d)
     r = np.empty(d)
     for i in range(d):
         r[i] = (p[i] - acc[i]) / R[i, i]
         for k in range(i + 1, d):
             acc[k] += R[i, k] * r[i]
+    return r
+
+
+@numba.njit(**NJIT)
+def _write_column(R, d, r, pi):
+    """Write r and rho = sqrt(pi - r.r) into column d of R; False when the pivot fails."""
     pivot = pi - np.dot(r, r)
     if not pivot > PIVOT_RTOL * abs(pi):
         return False

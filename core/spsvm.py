@@ -15,9 +15,13 @@ Each stage (one new basis function):
      Newton steps whose rounds cost O(n kappa) on the partitions.  Method 1 (section 3.1,
      ``selection="method1"``) instead adds each candidate, runs the Newton method below to the
      optimum and takes it out again: kappa full solves per stage, for small data.
-  3. The best candidate joins J with its b; the partitions append its kernel column, and the
-     driver appends the new row and column of P = lambda K'_JJ + K'_JI W K'_JI^T to P's Cholesky
-     factor (O(d^2), ``core.cholesky``).
+  3. The best candidate joins J with its b; the partitions append its kernel column (section 3.3's
+     cache of the basis columns).  P = lambda K'_JJ + K'_JI W K'_JI^T gains its new rows and columns
+     only at the next re-optimisation, all those of the stages since at once: the partitions' part
+     K'_JI W K'_Ik for the k new columns is one (d x n) (n x k) matrix product, which reads the cached
+     columns once per re-optimisation instead of once per stage (that matrix-vector product per
+     stage was a fifth of a fit's time at d = 1,000); the driver appends them to P's Cholesky factor
+     (O(d^2) each, ``core.cholesky``).  Between re-optimisations nothing needs P.
   4. On the stages of section 6.1's schedule, |J| = floor(2^(p/4)) for some integer p
      (``retrain="schedule"``, the default), or on every stage (``retrain="always"``), and always
      on the last one, beta is re-optimised by Newton's method (section 2.1, eq. 6):
@@ -40,8 +44,9 @@ term, singular while I is empty or one-sided), the Method 2 score stays a one-di
 problem (an unregularised bias would have to be re-fitted with every candidate), and the
 partitions need no second kind of column.
 
-Cost per stage: the partitions compute kappa + 1 kernel columns and O(n (d + kappa)) sums per
-round; the driver does O(d^2 + kappa d) work (factor append, solves, rank-one changes, the
+Cost per stage: the partitions compute kappa + 1 kernel columns and O(n kappa) sums per round,
+and at a re-optimisation O(n d k) for the k columns of P added since the previous one; the
+driver does O(d^2 + kappa d) work per stage (factor appends, solves, rank-one changes, the
 candidates' kernel rows against J) and holds O(d_max^2) floats.
 
 The model's ``metadata["path"]`` records, for every basis size d = 1..|J|, the objective, whether
@@ -152,6 +157,7 @@ class _Fit:
         self.d = 0
         self.capacity = capacity
         self.factor_beta = np.zeros(0)  # beta when the factor's active set was taken
+        self.scored = (np.zeros((0, 0)), {})  # the last score's K'_cJ and the R^-T K'_Jc it solved for
         self.newton_iterations = 0
         self.rank_one_changes = 0
         self.refactorisations = 0
@@ -169,25 +175,26 @@ class _Fit:
 
     # ---- adding a basis function ------------------------------------------------------------
 
-    def add(self, row, ident, position, coef, next_positions, checkpoint=False):
-        """Append the basis function of ``row`` with coefficient ``coef``; fetch the next candidates."""
+    def add(self, row, ident, position, coef, next_positions, scored=None, checkpoint=False):
+        """Append the basis function of ``row`` with coefficient ``coef``; fetch the next candidates.
+
+        ``scored``: the row's index among the candidates of the last ``score``, whose kernel values
+        the partitions and the driver then reuse (None: the row was not scored).
+        """
         answers = self._run(spsvm_add_basis, dict(self._address(next_positions), kernel=self.spec, row=row,
+                                                    scored=-1 if scored is None else int(scored),
                                                     coef=float(coef), checkpoint=checkpoint))
         d = self.d
-        k_new = basis_kernel(self.rows, row, self.kernel)[:, 0] if d else np.zeros(0)
+        scored_rows, halves = self.scored
+        if scored is not None and scored in halves:  # K'_cJ and R^-T K'_Jc from the span test of ``score``
+            k_new, half = scored_rows[scored], halves[scored]
+        else:
+            k_new, half = (basis_kernel(self.rows, row, self.kernel)[:, 0] if d else np.zeros(0)), None
         k_diag = float(kernel_diag(row, self.kernel)[0]) + BIAS_TERM
-        column = self.lam * k_new + sum(a["gram_column"] for a in answers)
-        diagonal = self.lam * k_diag + sum(a["gram_diagonal"] for a in answers)
         self.K[:d, d] = self.K[d, :d] = k_new
         self.K[d, d] = k_diag
-        self.P[:d, d] = self.P[d, :d] = column
-        self.P[d, d] = diagonal
-        if not (self.span.append(k_new, k_diag) and self.factor.append(column, diagonal)):
-            raise ValueError(
-                f"P = lambda K_JJ + K_JI K_JI^T is numerically singular with {d + 1} basis functions "
-                f"(lambda={self.lam}): the new basis function is almost a combination of the others. "
-                "Raise lam, lower max_basis, remove near-duplicate rows, or use a kernel of higher rank "
-                "(a larger rbf gamma; a linear kernel spans at most n_features + 1 functions)")
+        if not self.span.append(k_new, k_diag, half=half):
+            self._singular(d + 1)
         self.beta[d] = coef
         self.rows = row if self.rows is None else stack_rows([self.rows, row])
         self.ids.append(int(ident))
@@ -199,8 +206,15 @@ class _Fit:
     def fetch(self, positions):
         """Rows and ids of the examples at ``positions`` (no basis change)."""
         answers = self._run(spsvm_add_basis, dict(self._address(positions), kernel=self.spec, row=None,
-                                                    coef=0.0, checkpoint=False))
+                                                    scored=-1, coef=0.0, checkpoint=False))
         return self._fetched(answers)
+
+    def _singular(self, d):
+        raise ValueError(
+            f"P = lambda K_JJ + K_JI K_JI^T is numerically singular with {d} basis functions "
+            f"(lambda={self.lam}): the new basis function is almost a combination of the others. "
+            "Raise lam, lower max_basis, remove near-duplicate rows, or use a kernel of higher rank "
+            "(a larger rbf gamma; a linear kernel spans at most n_features + 1 functions)")
 
     def _run(self, function, request, direction=None, **resend):
         """One round; a lost task gets ``request`` with ``resend`` and the model to rebuild from."""
@@ -226,9 +240,14 @@ class _Fit:
 
     # ---- Method 2 scores ----------------------------------------------------------------
 
-    def score(self, rows):
+    def score(self, rows, check_all=False):
         """(decrease of f, best b) of each candidate by eq. 7's 1-D minimisation; -inf for candidates in
-        the span of the basis (duplicates, near-duplicates, combinations; see ``_SPAN_RTOL``)."""
+        the span of the basis (duplicates, near-duplicates, combinations; see ``_SPAN_RTOL``).
+
+        The span test costs O(d^2) per candidate, so by default it runs only from the best decrease
+        down until a candidate passes it: the argmax is the same as with every candidate tested, and
+        the candidates below it keep their decrease untested.  ``check_all`` tests every candidate.
+        """
         d, k = self.d, n_rows(rows)
         k_cand = basis_kernel(rows, self.rows, self.kernel) if d else np.zeros((k, 0))
         k_diag = kernel_diag(rows, self.kernel) + BIAS_TERM
@@ -247,10 +266,14 @@ class _Fit:
             if search.done.all():
                 break
         decrease = self.loss - (loss + b * reg_slope + 0.5 * self.lam * k_diag * b * b)
+        self.scored = (k_cand, {})
         if d:
-            half = self.span.half_solve(k_cand.T)  # d x k
-            distance = k_diag - np.einsum("ij,ij->j", half, half)  # s_c
-            decrease[self.lam * distance <= _SPAN_RTOL * curvature] = -np.inf
+            for c in (range(k) if check_all else np.argsort(-decrease, kind="stable")):
+                half = self.scored[1][c] = self.span.half_solve(k_cand[c])
+                if self.lam * (k_diag[c] - half @ half) <= _SPAN_RTOL * curvature[c]:  # s_c, the distance
+                    decrease[c] = -np.inf
+                elif not check_all:
+                    break
         return decrease, b
 
     # ---- Newton's method on the current basis ------------------------------------------------
@@ -265,9 +288,10 @@ class _Fit:
         previous = np.inf
         d = self.d
         for iteration in range(self.max_newton + 1):
-            answers = self._run(spsvm_gradient, {"step": step}, direction=delta)
+            answers = self._run(spsvm_gradient, {"step": step, "gram_from": self.factor.size}, direction=delta)
             if delta is not None:
                 self.beta[:d] += step * delta
+            self._extend_factor(answers)
             self.factor_beta = self.beta[:d].copy()
             self._change_active_set(answers)
             self.loss = sum(a["loss"] for a in answers)
@@ -311,21 +335,33 @@ class _Fit:
                 return t, rounds == 1
         return float(search.x[0]), False
 
+    def _extend_factor(self, answers):
+        """Append the columns of P for the basis functions added since the factor's last re-optimisation
+        (over the factor's active set I, which no stage in between changed)."""
+        start, d = self.factor.size, self.d
+        if start == d:
+            return
+        block = sum(a["gram_block"] for a in answers)  # K'_JI W K'_Ik, d x (d - start)
+        self.P[:d, start:d] = self.lam * self.K[:d, start:d] + block
+        corner = self.P[start:d, start:d]
+        corner[...] = np.triu(corner) + np.triu(corner, 1).T  # exactly symmetric
+        self.P[start:d, :start] = self.P[:start, start:d].T
+        if not self.factor.extend(self.P[:start, start:d], corner):
+            self._singular(d)
+
     def _change_active_set(self, answers):
         """Bring P and its factor from the old active set I to the new one (see the module doc)."""
         d = self.d
         dense = [a["gram_change"] for a in answers if a["gram_change"] is not None]
-        entering = [r for a in answers for r in a["entering"]]
-        leaving = [r for a in answers for r in a["leaving"]]
-        if not (dense or entering or leaving):
+        entering = np.concatenate([a["entering"] for a in answers]).reshape(-1, d)
+        leaving = np.concatenate([a["leaving"] for a in answers]).reshape(-1, d)
+        if not (dense or len(entering) or len(leaving)):
             return
         P = self.P[:d, :d]
         for change in dense:
             P += change
-        for r in entering:
-            P += np.outer(r, r)
-        for r in leaving:
-            P -= np.outer(r, r)
+        P += entering.T @ entering  # the rows' outer products, one matrix product each
+        P -= leaving.T @ leaving
         if not dense and _REFACTOR_SHARE * (len(entering) + len(leaving)) <= d:
             for r in entering:
                 self.factor.update(r)
@@ -339,21 +375,23 @@ class _Fit:
 
     # ---- Method 1 trials --------------------------------------------------------------------
 
-    def trial_objective(self, row, coef):
-        """f after adding ``row`` (starting from ``coef``) and re-optimising; the fit is left unchanged."""
-        saved = (self.beta.copy(), self.factor.R[:self.d, :self.d].copy(), self.P[:self.d, :self.d].copy(),
+    def trial_objective(self, row, scored, coef):
+        """f after adding ``row`` (candidate ``scored``, starting from ``coef``) and re-optimising; the fit is
+        left unchanged."""
+        size = self.factor.size
+        saved = (self.beta.copy(), self.factor.R[:size, :size].copy(), self.P[:size, :size].copy(),
                  self.rows, list(self.ids), list(self.positions), self.d, self.loss, self.factor_beta)
         try:
-            self.add(row, -1, -1, coef, [], checkpoint=True)
+            self.add(row, -1, -1, coef, [], scored=scored, checkpoint=True)
             self.newton()
             return self.objective
         finally:
             (self.beta, R, P, self.rows, self.ids, self.positions, self.d, self.loss,
              self.factor_beta) = saved
-            self.factor.R[:self.d, :self.d] = R
-            self.factor.size = self.d
+            self.factor.R[:size, :size] = R
+            self.factor.size = size
             self.span.size = self.d  # an append leaves the top-left block of R as it was
-            self.P[:self.d, :self.d] = P
+            self.P[:size, :size] = P
             request = dict(self._model(), rebuild=True)
             self.engine.run(spsvm_restore, request, rebuild=lambda: request)
 
@@ -406,10 +444,13 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
         warming = bool(warm)
         if warming:  # the warm start's rows first, each a lone candidate
             positions, ids, rows = np.array([-1], np.int64), np.array([-1], np.int64), warm.pop(0)
-        decrease, coef = fit.score(rows) if len(positions) else (np.zeros(0), np.zeros(0))
+        if len(positions):
+            decrease, coef = fit.score(rows, check_all=selection == "method1")
+        else:
+            decrease, coef = np.zeros(0), np.zeros(0)
         if selection == "method1":
             before = fit.objective
-            decrease = np.array([before - fit.trial_objective(take_rows(rows, [c]), coef[c])
+            decrease = np.array([before - fit.trial_objective(take_rows(rows, [c]), c, coef[c])
                                  if np.isfinite(decrease[c]) else -np.inf for c in range(len(positions))])
         if warming and not np.isfinite(decrease[0]):  # in the span of the rows before it: skip
             if not warm:
@@ -431,7 +472,7 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
         next_positions = candidate_positions(n, draw, kappa, seed, taken) if not (last or warm) else []
         chosen = take_rows(rows, [best])
         chosen_id, chosen_position, chosen_coef = ids[best], positions[best], coef[best]
-        positions, ids, rows = fit.add(chosen, chosen_id, chosen_position, chosen_coef, next_positions)
+        positions, ids, rows = fit.add(chosen, chosen_id, chosen_position, chosen_coef, next_positions, scored=best)
         retrained = fit.d in schedule or last
         if retrained:
             fit.newton()
@@ -440,14 +481,14 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
         if retrained:  # relative decrease per basis function since the last re-optimisation
             stop = tol > 0 and checked[1] - after < tol * abs(after) * (fit.d - checked[0]) and not last
             checked = (fit.d, after)
-        _record(path, fit, retrained, start, keep_path_coef)
+        _record(path, fit, after, retrained, start, keep_path_coef)
         log.info("SpSVM stage %d: objective %.8g%s", fit.d, after, " (retrained)" if retrained else "")
         if stop:
             stop_reason = "tol"
             break
     if path["retrained"] and not path["retrained"][-1]:  # stopped for want of candidates
         fit.newton()  # the model returned is always optimal for its basis
-        _record(path, fit, True, start, keep_path_coef, replace_last=True)
+        _record(path, fit, fit.objective, True, start, keep_path_coef, replace_last=True)
     beta = fit.beta[:fit.d].copy()
     params = {"max_basis": max_basis, "lam": float(lam), "kappa": kappa, "seed": seed, "selection": selection,
               "retrain": retrain, "tol": tol, "newton_tol": newton_tol, "kernel": kernel.to_dict()}
@@ -466,14 +507,14 @@ def _rows_of(block, n_features):
     return [take_rows(block, [k]) for k in range(n_rows(block))]
 
 
-def _record(path, fit, retrained, start, keep_coef, replace_last=False):
-    """Append (or replace the last) stage of the path: size, objective, retrained, seconds, beta."""
+def _record(path, fit, objective, retrained, start, keep_coef, replace_last=False):
+    """Append (or replace the last) stage of the path: size, ``objective``, retrained, seconds, beta."""
     if replace_last:
         for key in ("size", "objective", "retrained", "seconds"):
             path[key].pop()
         del path["coef"][len(path["coef"]) - (fit.d if keep_coef else 0):]
     path["size"].append(fit.d)
-    path["objective"].append(float(fit.objective))
+    path["objective"].append(float(objective))
     path["retrained"].append(bool(retrained))
     path["seconds"].append(time.perf_counter() - start)
     if keep_coef:

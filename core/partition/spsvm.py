@@ -105,11 +105,13 @@ def _rebuilt(data, state, request):
 def spsvm_add_basis(data, state, request):
     """Append the basis column of ``row`` with coefficient ``coef`` (o += coef c), then fetch rows.
 
-    Request: ``kernel``, ``row`` (a one-row block, or None to only fetch), ``coef``,
-    ``checkpoint`` (save o, I and d first, for ``spsvm_restore``), and ``positions`` (global positions of the next candidates) with ``offsets`` and ``tokens``.
-    Answer: the new column of sum_{i in I} w_i K'_iJ^T K'_ij (``gram_column``, over the factor's
-    active set I, before the append) and its diagonal ``gram_diagonal``; the ``loss`` after the
-    update; the fetched examples (``fetched_positions``, ``fetched_rows``).
+    Request: ``kernel``, ``row`` (a one-row block, or None to only fetch), ``scored`` (the row's
+    index among the candidates of the last ``spsvm_score``, whose kernel column the partition
+    keeps, or -1; a rebuilt task computes the column from ``row``), ``coef``, ``checkpoint`` (save o, I and d
+    first, for ``spsvm_restore``), and ``positions`` (global positions of the next candidates)
+    with ``offsets`` and ``tokens``.
+    Answer: the ``loss`` after the update; the fetched examples (``fetched_positions``,
+    ``fetched_ids``, ``fetched_rows``).
     """
     state = _rebuilt(data, state, request)
     answer = {}
@@ -119,10 +121,10 @@ def spsvm_add_basis(data, state, request):
         C, d, o = state["C"], state["d"], state["o"]
         if d >= C.shape[1]:
             raise ValueError(f"the partition holds room for {C.shape[1]} basis columns only")
-        c = basis_kernel(data.rows, request["row"], request["kernel"], x_sq_norms=data.sq_norms)[:, 0]
-        weighted = np.where(state["factor"], data.weight * c, 0.0)
-        answer["gram_column"] = C[:, :d].T @ weighted
-        answer["gram_diagonal"] = float(weighted @ c)
+        if request["scored"] >= 0 and state["cand"].shape[1]:  # the column spsvm_score computed for it
+            c = state["cand"][:, request["scored"]]
+        else:  # not scored, or a rebuilt task
+            c = basis_kernel(data.rows, request["row"], request["kernel"], x_sq_norms=data.sq_norms)[:, 0]
         C[:, d] = c
         state["d"] = d + 1
         o += request["coef"] * c
@@ -178,20 +180,28 @@ def spsvm_line(data, state, request):
 def spsvm_gradient(data, state, request):
     """Take the step o += t z, then report the gradient sums and the active set's changes.
 
-    Request: ``step`` (t; 0 for none).  The new active set I' = {r_i > 0} replaces the factor's
-    I.  Answer: ``residual_sum`` = sum_{i in I'} w_i (y_i - o_i) K'_iJ (the loss part of the
-    gradient of eq. 6 is its negative), the ``loss``, and how P changes from I to I': when at
-    most d examples changed, their rows sqrt(w_i) K'_iJ (``entering``, ``leaving``), else the
-    dense change of K_JI W K_JI^T (``gram_change``, None otherwise).
+    Request: ``step`` (t; 0 for none) and ``gram_from`` (the size of the driver's factor of P).
+    When the basis has grown past that size, the answer first has ``gram_block`` =
+    sum_{i in I} w_i K'_iJ^T K'_ik for the new columns k = gram_from..d-1 over the factor's active
+    set I (what the factor needs to grow; one matrix product).  Then the new active set
+    I' = {r_i > 0} replaces the factor's I.  Answer: ``residual_sum`` = sum_{i in I'} w_i (y_i - o_i)
+    K'_iJ (the loss part of the gradient of eq. 6 is its negative), the ``loss``, and how P changes
+    from I to I': when at most d examples changed, their rows sqrt(w_i) K'_iJ (``entering``,
+    ``leaving``), else the dense change of K_JI W K_JI^T (``gram_change``, None otherwise).
     """
     state = _rebuilt(data, state, request)
     C, d, o, y = state["C"], state["d"], state["o"], data.y
+    start = request["gram_from"]
+    answer = {}
+    if start < d:
+        weight_in_factor = np.where(state["factor"], data.weight, 0.0)
+        answer["gram_block"] = C[:, :d].T @ (weight_in_factor[:, None] * C[:, start:d])
     if request["step"]:
         o += request["step"] * state["z"]
     residual = 1.0 - y * o
     active = residual > 0.0
     w = np.where(active, data.weight, 0.0)
-    answer = {"residual_sum": C[:, :d].T @ (w * (y - o)), "loss": 0.5 * float(w @ (residual * residual))}
+    answer.update(residual_sum=C[:, :d].T @ (w * (y - o)), loss=0.5 * float(w @ (residual * residual)))
     entering = np.flatnonzero(active & ~state["factor"])
     leaving = np.flatnonzero(state["factor"] & ~active)
     scale = np.sqrt(data.weight)

@@ -61,3 +61,32 @@ def test_bad_shapes_are_explained():
     factor.append(np.zeros(0), 1.0)
     with pytest.raises(ValueError, match="the factor is full"):
         factor.append(np.ones(1), 1.0)
+
+
+@pytest.mark.parametrize("d, k", [(0, 3), (4, 1), (7, 5), (20, 12)])
+def test_extending_by_a_block_of_columns_gives_the_factor_of_the_whole_matrix(d, k):
+    P = _spd(d + k, seed=7 * d + k)
+    factor = CholeskyFactor(d + k)
+    if d:
+        assert factor.refactor(P[:d, :d])
+    assert factor.extend(P[:d, d:], P[d:, d:])
+    assert factor.size == d + k
+    np.testing.assert_allclose(factor.upper, np.linalg.cholesky(P).T, rtol=1e-10, atol=1e-12)
+
+
+def test_extending_by_a_dependent_column_is_refused_and_leaves_the_factor():
+    A = np.random.default_rng(0).standard_normal((6, 4))
+    P = A.T @ A
+    P = np.block([[P, P[:, :1]], [P[:1, :], P[:1, :1]]])  # column 4 repeats column 0
+    factor = _factor_of(P[:3, :3])
+    assert not factor.extend(P[:3, 3:], P[3:, 3:])
+    assert factor.size == 3
+    np.testing.assert_allclose(factor.upper, np.linalg.cholesky(P[:3, :3]).T, rtol=1e-12)
+
+
+def test_an_append_with_its_half_solve_given_equals_a_plain_append():
+    P = _spd(9, seed=3)
+    plain, given = _factor_of(P[:8, :8]), _factor_of(P[:8, :8])
+    assert plain.append(P[:8, 8], P[8, 8])
+    assert given.append(P[:8, 8], P[8, 8], half=given.half_solve(P[:8, 8]))
+    np.testing.assert_allclose(given.upper, plain.upper, rtol=1e-12, atol=1e-14)
