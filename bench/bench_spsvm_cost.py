@@ -25,20 +25,13 @@ import time
 
 import numpy as np
 
-from bench.common import print_table, require
+from bench.common import load_covtype_20k, print_table
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.spsvm import fit_spsvm
 
 GAMMA, LAM, LINEAR_C = 4.0, 1 / 64, 4.0
-N_TRAIN, PARTITIONS = 15_000, 2
-
-
-def load_covtype():
-    """covtype-20k as (X_train, y_train, X_test, y_test), labels +-1."""
-    table = np.loadtxt(require("covtype", "covtype.binary.scale.subsample20k.csv"), delimiter=",")
-    X, y = table[:, 1:], np.where(table[:, 0] == 1, 1.0, -1.0)
-    return X[:N_TRAIN], y[:N_TRAIN], X[N_TRAIN:], y[N_TRAIN:]
+PARTITIONS = 2
 
 
 def _timed(fit):
@@ -79,7 +72,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--skip-nystroem", action="store_true")
     args = parser.parse_args()
-    X, y, X_test, y_test = load_covtype()
+    X, y, X_test, y_test = load_covtype_20k()
     run_spsvm(X[:500], y[:500], 20)  # numba's code loaded before the timed fits
     step = args.basis // 5
     bands = [(k * step, (k + 1) * step) for k in range(5)]

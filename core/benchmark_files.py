@@ -37,6 +37,15 @@ def load_ripley(on_missing=sys.exit):
     return train[:, :2], train[:, 2], test[:, :2], test[:, 2]
 
 
+def load_covtype_20k(n_train=15_000, on_missing=sys.exit):
+    """The 20,000-row covtype subsample, the first ``n_train`` rows to train and the rest to test:
+    (X_train, y_train, X_test, y_test), features scaled to [0, 1], labels +-1 (class 1 is +1)."""
+    table = np.loadtxt(require("covtype", "covtype.binary.scale.subsample20k.csv", on_missing=on_missing),
+                       delimiter=",")
+    X, y = table[:, 1:], np.where(table[:, 0] == 1, 1.0, -1.0)
+    return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
+
+
 def ripley_subsets(n_train, subsets=20, size=100, seed=0):
     """Index arrays of Huang et al.'s Table 1 protocol: ``subsets`` random ``size``-row subsets of synth.tr."""
     rng = np.random.default_rng(seed)
