@@ -21,7 +21,7 @@ Each stage (one new basis function):
      K'_JI W K'_Ik for the k new columns is one (d x n) (n x k) matrix product, which reads the cached
      columns once per re-optimisation instead of once per stage (that matrix-vector product per
      stage was a fifth of a fit's time at d = 1,000); the driver appends them to P's Cholesky factor
-     (O(d^2) each, ``core.cholesky``).  Between re-optimisations nothing needs P.
+     as one block (``CholeskyFactor.extend``).  Between re-optimisations nothing needs P.
   4. On the stages of section 6.1's schedule, |J| = floor(2^(p/4)) for some integer p
      (``retrain="schedule"``, the default), or on every stage (``retrain="always"``), and always
      on the last one, beta is re-optimised by Newton's method (section 2.1, eq. 6):
