@@ -1,7 +1,7 @@
 """Helpers shared by the bench scripts: their data (``core.benchmark_files``) and printing tables."""
 
-from core.benchmark_files import (DATA_DIR, load_covtype_20k, load_libsvm, load_ripley,  # noqa: F401  (the scripts' data)
-                                   require)
+# the scripts' data
+from core.benchmark_files import DATA_DIR, load_covtype_20k, load_libsvm, load_ripley, require  # noqa: F401
 
 
 def print_table(header, rows):

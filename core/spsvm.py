@@ -186,7 +186,7 @@ class _Fit:
                                                     coef=float(coef), checkpoint=checkpoint))
         d = self.d
         scored_rows, halves = self.scored
-        if scored is not None and scored in halves:  # K'_cJ and R^-T K'_Jc from the span test of ``score``
+        if scored in halves:  # K'_cJ and R^-T K'_Jc from the span test of ``score``
             k_new, half = scored_rows[scored], halves[scored]
         else:
             k_new, half = (basis_kernel(self.rows, row, self.kernel)[:, 0] if d else np.zeros(0)), None
@@ -266,10 +266,11 @@ class _Fit:
             if search.done.all():
                 break
         decrease = self.loss - (loss + b * reg_slope + 0.5 * self.lam * k_diag * b * b)
-        self.scored = (k_cand, {})
+        halves = {}
+        self.scored = (k_cand, halves)
         if d:
             for c in (range(k) if check_all else np.argsort(-decrease, kind="stable")):
-                half = self.scored[1][c] = self.span.half_solve(k_cand[c])
+                half = halves[c] = self.span.half_solve(k_cand[c])
                 if self.lam * (k_diag[c] - half @ half) <= _SPAN_RTOL * curvature[c]:  # s_c, the distance
                     decrease[c] = -np.inf
                 elif not check_all:

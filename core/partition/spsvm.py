@@ -107,9 +107,9 @@ def spsvm_add_basis(data, state, request):
 
     Request: ``kernel``, ``row`` (a one-row block, or None to only fetch), ``scored`` (the row's
     index among the candidates of the last ``spsvm_score``, whose kernel column the partition
-    keeps, or -1; a rebuilt task computes the column from ``row``), ``coef``, ``checkpoint`` (save o, I and d
-    first, for ``spsvm_restore``), and ``positions`` (global positions of the next candidates)
-    with ``offsets`` and ``tokens``.
+    keeps, or -1; a rebuilt task computes the column from ``row``), ``coef``, ``checkpoint``
+    (save o, I and d first, for ``spsvm_restore``), and ``positions`` (global positions of the
+    next candidates) with ``offsets`` and ``tokens``.
     Answer: the ``loss`` after the update; the fetched examples (``fetched_positions``,
     ``fetched_ids``, ``fetched_rows``).
     """

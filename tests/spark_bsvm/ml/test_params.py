@@ -89,7 +89,8 @@ BAD = [
 SCHEMA = [
     (CSVC(featuresCol="nope"), r"the features column 'nope' is not in the DataFrame \(its columns: \['features', "),
     (CSVC(labelCol="y"), "the label column 'y' is not in the DataFrame"),
-    (CSVC(featuresCol="label"), "features column 'label' has type double, not a vector or an array of numbers: assemble"),
+    (CSVC(featuresCol="label"),
+     "features column 'label' has type double, not a vector or an array of numbers: assemble"),
     (CSVC(weightCol="w"), "the weight column 'w' is not in the DataFrame"),
     (SlantSparsifier(referenceModelPath="/no/such/model", featuresCol="nope"), "the features column 'nope' is not"),
 ]
