@@ -120,7 +120,7 @@ def _select(cand, size, carried_ids):
 
 
 def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_rounds=20_000,
-               ridge=0.0, support=None, reset=True, inner_tol=None, feature_map=None):
+               ridge=0.0, support=None, reset=True, feature_map=None):
     """Run the decomposition on ``engine`` until the violation is below ``tol``.
 
     ``support``: the SupportSet to start from (``None``: a = 0);
@@ -129,7 +129,10 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     ``working_set_size``: q of the first round; q grows to twice the number
     of free variables (at most 4096).  ``max_rounds`` bounds the sub-problem
     solves; a last round always evaluates the final point (``max_rounds=0``
-    only evaluates).
+    only evaluates).  Each sub-problem is solved to the same ``tol``: the
+    working set holds the globally most violating variables, so a tighter
+    inner tolerance only polishes pairs the next round revisits (0.1 tol
+    took 1.7x the SMO steps on covtype-15k for the same objective to 5e-8).
     ``feature_map``: ``core.partition.common.feature_map_request(...)``: solve
     over the explicit features phi(x_i) instead of the rows (``kernel`` is then
     the kernel between features, and the support set holds features); the
@@ -143,7 +146,6 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     request = dict(base, **feature_map, **_NO_UPDATE, reset=reset, n_select=max(1, size // 4))
     if reset:
         request = _rebuild_request(request, support, engine)
-    inner_tol = 0.1 * tol if inner_tol is None else inner_tol
     start = time.perf_counter()
     violation, converged = np.inf, False
     carry, carried_ids = None, np.zeros(0, np.int64)
@@ -175,7 +177,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
         smo_solve(K, y_ws, grad_ws, alpha_ws, cand["cand_upper"][ws],
                   sum_bound=problem.sum_bound - (sum_alpha - own_sum),
                   sq_bound=problem.sq_bound - (sum_sq - own_sq),
-                  ridge=ridge, tol=inner_tol)
+                  ridge=ridge, tol=tol)
         changed = alpha_ws != alpha_old
         if not changed.any():
             log.warning("dual decomposition stalled at round %d with violation %.3g > tol=%.3g: "

@@ -14,12 +14,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from core.atomic_file import atomic_write
-from core.kernels import KernelSpec, kernel_block
+from core.kernels import KernelSpec, kernel_times
 from core.labels import decode_labels
 from core.rows import as_rows, is_sparse, n_rows, squared_norms, take_rows
 
 FORMAT_VERSION = 1
-DECISION_BATCH = 4096  # rows of X per kernel block in the decision function
 
 
 @dataclass
@@ -56,17 +55,11 @@ class KernelExpansion:
         return self.coef.shape[0]
 
     def decision_function(self, X):
-        """f(x) for every row of X (dense or sparse), in batches of rows."""
+        """f(x) for every row of X (dense or sparse); the kernel values are never stored."""
         X = as_rows(X, n_features=self.n_features)
-        n = n_rows(X)
-        out = np.full(n, self.bias)
         if self.n_support == 0:
-            return out
-        for lo in range(0, n, DECISION_BATCH):
-            block = X[lo:lo + DECISION_BATCH]
-            K = kernel_block(block, self.support_vectors, self.kernel, z_sq_norms=self._sv_sq_norms)
-            out[lo:lo + DECISION_BATCH] += K @ self.coef
-        return out
+            return np.full(n_rows(X), self.bias)
+        return kernel_times(X, self.support_vectors, self.kernel, self.coef, z_sq_norms=self._sv_sq_norms) + self.bias
 
     def predict(self, X):
         """Predicted labels, in the original label values."""

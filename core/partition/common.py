@@ -5,23 +5,19 @@ import json
 
 import numpy as np
 
+from core import kernels
 from core.kernels import KernelSpec, kernel_block
 from core.partition.data import PartitionData
 from core.rows import as_rows, is_sparse, n_rows
 
-_CHUNK = 512  # columns of a kernel block computed at once when applying many rows
-
 
 def kernel_times(data, rows, coef, kernel):
-    """sum_j coef_j K(x_i, z_j) for every row x_i of the partition (chunked over z)."""
+    """sum_j coef_j K(x_i, z_j) for every row x_i of the partition (``core.kernels.kernel_times``);
+    zeros when ``rows`` is empty (whatever its width: a round that changed no variable)."""
+    if n_rows(rows) == 0:
+        return np.zeros(len(data))
     spec = kernel if isinstance(kernel, KernelSpec) else KernelSpec.from_dict(kernel)
-    out = np.zeros(len(data))
-    m = n_rows(rows)
-    for lo in range(0, m, _CHUNK):
-        hi = min(lo + _CHUNK, m)
-        block = rows[lo:hi]
-        out += kernel_block(data.rows, block, spec, x_sq_norms=data.sq_norms) @ coef[lo:hi]
-    return out
+    return kernels.kernel_times(data.rows, rows, spec, coef, x_sq_norms=data.sq_norms)
 
 
 def locate(data, ids):

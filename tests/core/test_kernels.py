@@ -1,4 +1,4 @@
-"""kernel_block, kernel_diag and KernelSpec against the naive reference."""
+"""kernel_block, kernel_times, kernel_diag and KernelSpec against the naive reference."""
 
 import dataclasses
 import json
@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from core.kernels import LINEAR, POLY, RBF, KernelSpec, kernel_block, kernel_diag
+from core.kernels import LINEAR, POLY, RBF, KernelSpec, kernel_block, kernel_diag, kernel_times
 from core.rows import squared_norms
 from tests.naive import naive_kernel
 
@@ -51,6 +51,31 @@ def test_block_matches_naive(spec, shape, x_kind, z_kind):
     K = kernel_block(X, Z, spec)
     assert K.shape == shape[:2] and K.dtype == np.float64 and K.flags.c_contiguous
     assert_allclose(K, naive_kernel(X, Z, spec), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.name}-d{s.degree}")
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("x_kind", KINDS)
+@pytest.mark.parametrize("z_kind", KINDS)
+def test_kernel_times_applies_the_naive_block(spec, shape, x_kind, z_kind):
+    X, Z = _pairs(*shape, x_kind, z_kind)
+    coef = np.random.default_rng(3).normal(size=shape[1])
+    f = kernel_times(X, Z, spec, coef)
+    assert f.shape == (shape[0],) and f.dtype == np.float64
+    assert_allclose(f, naive_kernel(X, Z, spec) @ coef, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("x_kind", KINDS)
+def test_kernel_times_gives_the_same_bits_on_the_pool_and_explains_a_wrong_coef(monkeypatch, x_kind):
+    import core.kernels
+
+    X, Z = _pairs(700, 300, 12, x_kind, "dense")  # several row and column tiles
+    coef = np.random.default_rng(4).normal(size=300)
+    serial = kernel_times(X, Z, SPECS[0], coef)
+    monkeypatch.setattr(core.kernels, "_PARALLEL_MIN_OPS", 0)
+    np.testing.assert_array_equal(kernel_times(X, Z, SPECS[0], coef), serial)
+    with pytest.raises(ValueError, match="one coefficient per row of Z"):
+        kernel_times(X, Z, SPECS[0], coef[:-1])
 
 
 @pytest.mark.parametrize("spec", SPECS[:2], ids=lambda s: s.name)
