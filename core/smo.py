@@ -27,9 +27,10 @@ bounds of Dekel & Singer eqs. 10-13:
     budget  (eq. 12)      t <= S_rem / 2           when y_i = +1, y_j = -1
     ball    (eq. 13)      t^2 + beta t - R_rem / 2 <= 0,  beta = y_i a_i - y_j a_j
 
-Working-set selection: i is the most violating index of I_up within each
-class (two candidates); j maximises the exact decrease of the objective along
-the pair after clipping to the feasible interval.  Without the budget and ball
+Working-set selection: i is the most violating index of I_up (within each
+class when the budget constraint is present: two candidates); j maximises the
+exact decrease of the objective along the pair after clipping to the feasible
+interval.  Without the budget and ball
 constraints this is LIBSVM's second-order rule (Fan, Chen & Lin 2005, WSS 2);
 with them it never picks a pair the budget or the ball blocks.
 """
@@ -84,6 +85,9 @@ def _smo_solve(K, y, grad, alpha, upper, sum_bound, sq_bound, ridge, tol, max_it
     sq_slack = sq_bound - (alpha * alpha).sum()
     sum_tight = _TIGHT * max(1.0, sum_bound) if sum_bound < np.inf else 0.0
     sq_tight = _TIGHT * max(1.0, sq_bound) if sq_bound < np.inf else 0.0
+    # the budget (eq. 12) blocks pairs with y_i = +1, y_j = -1 only: then the most violating i of the
+    # other class may be the better start, so each class offers its own; without it one i, as LIBSVM
+    n_classes = 2 if sum_bound < np.inf else 1
     violation = 0.0
     it = 0
     while it < max_iter:
@@ -96,12 +100,13 @@ def _smo_solve(K, y, grad, alpha, upper, sum_bound, sq_bound, ridge, tol, max_it
         best_j = -1
         best_t = 0.0
         violation = 0.0
-        for cls in (1.0, -1.0):
-            # i: the most violating index of I_up in this class
+        for c in range(n_classes):
+            # i: the most violating index of I_up (in class cls when the budget splits them, else of any class)
+            cls = 0.0 if n_classes == 1 else (1.0 if c == 0 else -1.0)
             i = -1
             g_max = -np.inf
             for k in range(n):
-                if y[k] == cls and _in_up(k, y, alpha, upper) and -y[k] * grad[k] > g_max:
+                if (cls == 0.0 or y[k] == cls) and _in_up(k, y, alpha, upper) and -y[k] * grad[k] > g_max:
                     g_max = -y[k] * grad[k]
                     i = k
             if i < 0:
