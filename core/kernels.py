@@ -102,7 +102,13 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None):
     rows (or few features).  ``x_sq_norms`` and ``z_sq_norms``, the squared
     row norms from ``squared_norms``, are used by rbf and computed when not
     given.  rbf values below exp(-708) ~ 3e-308 are returned as exp(-708).
+    With Z the same object as X (a Gram matrix), only the tiles on and above
+    the diagonal are computed and mirrored: half the work, and K exactly
+    symmetric.
     """
+    symmetric = Z is X and (z_sq_norms is None or z_sq_norms is x_sq_norms)
+    if symmetric:
+        z_sq_norms = x_sq_norms
     X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms)
     n, m = X.shape[0], Z.shape[0]
     K = np.empty((n, m))
@@ -111,12 +117,14 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None):
     Zt = np.ascontiguousarray(Z.T)  # BLAS and the CSR loop both run faster on (p, m) C-order
     depth = _depth(X)
     rows, cols = _tile_shape(m, depth)
+    if symmetric:  # square tiles of as many multiply-adds, so that a tile's mirror is a tile
+        rows = cols = max(1, min(_TILE_ROWS, m, math.isqrt(_TILE_MACS // depth)))
     if is_sparse(X):
         fill = _csr_tiles if _worth_a_pool(n, m, depth, rows, cols) else _csr_tiles_serial
-        fill(X.data, X.indices, X.indptr, Zt, *args, rows, cols, K)
+        fill(X.data, X.indices, X.indptr, Zt, *args, rows, cols, symmetric, K)
     else:
         fill = _dense_tiles if _worth_a_pool(n, m, depth, rows, cols) else _dense_tiles_serial
-        fill(X, Z, Zt, *args, rows, cols, K)
+        fill(X, Z, Zt, *args, rows, cols, symmetric, K)
     return K
 
 
@@ -242,8 +250,9 @@ def _norms(X, given, label):
 
 
 @numba.njit(**NJIT_PARALLEL)
-def _dense_tiles(X, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, K):
-    """Fill K tile by tile, the dot products of each tile from one GEMM; Zt is Z.T, C-contiguous."""
+def _dense_tiles(X, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, K):
+    """Fill K tile by tile, the dot products of each tile from one GEMM; Zt is Z.T, C-contiguous.
+    ``symmetric`` (Z is X, square tiles): the tiles above the diagonal also fill their mirror."""
     n, m = K.shape
     n_col_tiles = (m + cols - 1) // cols
     for t in numba.prange(((n + rows - 1) // rows) * n_col_tiles):
@@ -252,23 +261,28 @@ def _dense_tiles(X, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, K
         if n_col_tiles == 1:  # whole rows of K: the GEMM writes straight into K
             np.dot(X[lo:hi], Zt, K[lo:hi])
             finish_tile(code, K[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
-        else:
+        elif not symmetric or jlo >= lo:  # below the diagonal, a symmetric K is the mirror
             dots = np.dot(X[lo:hi], Z[jlo:jhi].T)
             finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
             K[lo:hi, jlo:jhi] = dots
+            if symmetric and jlo > lo:
+                K[jlo:jhi, lo:hi] = dots.T
 
 
 @numba.njit(**NJIT_PARALLEL)
-def _csr_tiles(data, indices, indptr, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, K):
-    """Fill K tile by tile for CSR X; Zt is Z transposed, shape (p, m)."""
+def _csr_tiles(data, indices, indptr, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, K):
+    """Fill K tile by tile for CSR X; Zt is Z transposed, shape (p, m); ``symmetric`` as in _dense_tiles."""
     n, m = K.shape
     n_col_tiles = (m + cols - 1) // cols
     for t in numba.prange(((n + rows - 1) // rows) * n_col_tiles):
         lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
         hi, jhi = min(lo + rows, n), min(jlo + cols, m)
-        dots = _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi)
-        finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
-        K[lo:hi, jlo:jhi] = dots
+        if not symmetric or jlo >= lo:
+            dots = _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi)
+            finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
+            K[lo:hi, jlo:jhi] = dots
+            if symmetric and jlo > lo:
+                K[jlo:jhi, lo:hi] = dots.T
 
 
 @numba.njit(**NJIT)

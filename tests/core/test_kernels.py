@@ -56,6 +56,21 @@ def test_block_and_its_product_match_naive(spec, shape, x_kind, z_kind):
     assert_allclose(kernel_times(X, Z, spec, coef), expected @ coef, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("spec", SPECS[:3], ids=lambda s: s.name)
+@pytest.mark.parametrize("n, p", [(0, 5), (1, 5), (40, 7), (300, 12), (700, 3)])
+@pytest.mark.parametrize("x_kind", KINDS)
+def test_a_gram_matrix_is_exactly_symmetric_on_the_pool_and_off_it(monkeypatch, spec, n, p, x_kind):
+    """kernel_block(X, X) mirrors its upper tiles: K == K.T bit for bit, the same K on both paths."""
+    import core.kernels
+
+    X = _rows(n, p, 5, x_kind)
+    K = kernel_block(X, X, spec)
+    assert_allclose(K, naive_kernel(X, X, spec), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(K, K.T)
+    monkeypatch.setattr(core.kernels, "_PARALLEL_MIN_OPS", 0)
+    np.testing.assert_array_equal(kernel_block(X, X, spec), K)
+
+
 @pytest.mark.parametrize("x_kind", KINDS)
 def test_kernel_times_gives_the_same_bits_on_the_pool_and_explains_a_wrong_coef(monkeypatch, x_kind):
     import core.kernels
