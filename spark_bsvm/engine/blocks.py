@@ -30,16 +30,18 @@ def check_schema(df, features_col, label_col, weight_col=None):
 
 
 def check_training_data(prepared, features_col, label_col, weight_col=None):
-    """(the two label values, the row count) of the training data, or a ValueError naming the problem."""
+    """(the two label values, the row count, the partition count) of the training data, or a ValueError
+    naming the problem.  The partition count comes with the checks' one pass over the data (Spark Connect
+    has no cheaper way to it); it counts up to the last non-empty partition."""
     from pyspark.sql import functions as F
 
     bad_weight = F.lit(False)
     if weight_col:
         w = F.col("weight")
         bad_weight = w.isNull() | F.isnan(w) | (w <= 0) | (w == float("inf"))
-    groups = prepared.groupBy("label").agg(
+    groups = prepared.withColumn("partition", F.spark_partition_id()).groupBy("label").agg(
         F.count(F.lit(1)).alias("rows"), F.sum(F.col("features").isNull().cast("long")).alias("null_features"),
-        F.sum(bad_weight.cast("long")).alias("bad_weights"),
+        F.sum(bad_weight.cast("long")).alias("bad_weights"), F.max("partition").alias("last_partition"),
     ).collect()
     n_rows = sum(g["rows"] for g in groups)
     if n_rows == 0:
@@ -55,7 +57,8 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     if bad_weights:
         raise ValueError(f"weight column '{weight_col}' has {bad_weights} value(s) that are null, NaN, infinite "
                          "or <= 0; instance weights must be positive finite numbers")
-    return two_classes([g["label"] for g in groups]), int(n_rows)
+    n_partitions = max(g["last_partition"] for g in groups) + 1
+    return two_classes([g["label"] for g in groups]), int(n_rows), int(n_partitions)
 
 
 def _check_sizes(sizes, n_features):

@@ -27,7 +27,7 @@ from core.engine import Engine
 from core.partition import function_name
 from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import check_schema, check_training_data
-from spark_bsvm.engine.slots import check_barrier_possible, executor_slots
+from spark_bsvm.engine.session import cancel_jobs, check_barrier_possible, executor_slots, tagged_jobs
 from spark_bsvm.engine.task import ERROR, STOP, make_task
 
 log = logging.getLogger("spark_bsvm")
@@ -62,7 +62,8 @@ class SparkEngine(Engine):
         if weight_col:
             columns.append(F.col(weight_col).cast("double").alias("weight"))
         prepared = df.select(*columns)
-        self.classes, self.n_examples = check_training_data(prepared, features_col, label_col, weight_col)
+        self.classes, self.n_examples, input_partitions = check_training_data(prepared, features_col, label_col,
+                                                                              weight_col)
         first = prepared.select("features").first()["features"]
         if isinstance(first, Vector):
             self.n_features = int(first.size)
@@ -72,13 +73,13 @@ class SparkEngine(Engine):
         if check_data is not None:  # the caller's checks of the data's shape, before the stage holds the slots
             check_data(self.n_features, self.classes)
         self._secret = secrets.token_hex(32)
-        host = spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")
+        host = spark.conf.get("spark.driver.host", "127.0.0.1")
         self._listener = socket.create_server((host, 0))
         self._listener.settimeout(1.0)
         port = self._listener.getsockname()[1]
         task = make_task(host, port, self._secret, self.n_features, self.classes, bool(weight_col),
                           fault_injection)
-        if prepared.rdd.getNumPartitions() != self.n_partitions:
+        if input_partitions != self.n_partitions:
             prepared = prepared.repartition(self.n_partitions)  # deterministic on retry (sorted round robin)
         stage = prepared.mapInArrow(task, "served long", barrier=True)
         self._job_group = f"spark-bsvm-fit-{secrets.token_hex(8)}"  # shown in the UI: nothing of the secret
@@ -86,11 +87,11 @@ class SparkEngine(Engine):
         self._spark = spark
 
         def run_stage():
-            spark.sparkContext.setJobGroup(self._job_group, "spark-bsvm fit", interruptOnCancel=True)
             try:
-                # the shuffle after the barrier stage makes it a map stage: Spark retries failed barrier map
-                # stages as a whole, but aborts the job when a barrier result stage fails
-                stage.repartition(1).collect()
+                with tagged_jobs(spark, self._job_group, "spark-bsvm fit"):
+                    # the shuffle after the barrier stage makes it a map stage: Spark retries failed barrier
+                    # map stages as a whole, but aborts the job when a barrier result stage fails
+                    stage.repartition(1).collect()
             except Exception as exc:  # reported to the driver loop
                 self._job_error = exc
 
@@ -197,7 +198,7 @@ class SparkEngine(Engine):
                 pass
         self._thread.join(timeout=60.0)
         if self._thread.is_alive():
-            self._spark.sparkContext.cancelJobGroup(self._job_group)
+            cancel_jobs(self._spark, self._job_group)
             self._thread.join(timeout=60.0)
         for conn in self._conns.values():
             conn.close()

@@ -10,7 +10,7 @@ from core.kernels import KernelSpec
 from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm.engine import SparkEngine, wire
-from spark_bsvm.engine.slots import check_barrier_possible
+from spark_bsvm.engine.session import check_barrier_possible
 from tests.conftest import to_df
 
 pytestmark = pytest.mark.spark
@@ -95,9 +95,8 @@ def test_the_listener_closes_with_the_engine(spark, data):
 
 class _FakeSpark:
     def __init__(self, slots, conf):
-        self.sparkContext = type("SC", (), {"defaultParallelism": slots,
-                                            "getConf": lambda _self: type("C", (), {"get": lambda _c, k, d=None:
-                                                                                    conf.get(k, d)})()})()
+        self.sparkContext = type("SC", (), {"defaultParallelism": slots})()
+        self.conf = type("Conf", (), {"get": lambda _self, key, default=None: conf.get(key, default)})()
 
 
 def test_barrier_requirements_are_explained():
