@@ -101,3 +101,21 @@ def rows_from_arrow(column, n_features):
     keep = data != 0.0
     indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=len(column)))])
     return sp.csr_matrix((data[keep], indices[keep], indptr), shape=(len(column), n_features))
+
+
+def partition_block(batches, pid, n_features, classes, has_weight):
+    """A task's Arrow batches as a ``PartitionData`` (a ValueError names what is wrong with its rows)."""
+    import pyarrow as pa
+
+    from core.partition.data import PartitionData
+
+    batches = list(batches)
+    table = pa.Table.from_batches(batches) if batches else None
+    if table is None or table.num_rows == 0:
+        raise ValueError(f"partition {pid} of the training data is empty: use fewer partitions")
+    rows = rows_from_arrow(table.column("features").combine_chunks(), n_features)
+    labels = np.asarray(table.column("label").to_pylist())
+    y = np.where(labels == classes[1], 1.0, -1.0)
+    weight = table.column("weight").to_numpy() if has_weight else np.ones(len(y))
+    ids = (np.int64(pid) << 40) + np.arange(len(y), dtype=np.int64)
+    return PartitionData.build(rows, y, weight, ids)
