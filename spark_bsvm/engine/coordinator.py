@@ -46,7 +46,7 @@ class SparkEngine(Engine):
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
                  check_data=None, fault_injection=None, description="spark-bsvm fit"):
-        data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data)
+        data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description)
         self.n_partitions, self.n_examples = data.n_partitions, data.n_examples
         self.n_features, self.classes = data.n_features, data.classes
         self._spark = data.spark
@@ -65,7 +65,7 @@ class SparkEngine(Engine):
 
         def run_stage():
             try:
-                self._rows = data.run_stage(task, self._job_group, description)
+                self._rows = data.run_stage(task, self._job_group)
             except Exception as exc:  # reported to the driver loop
                 self._job_error = exc
 
@@ -76,6 +76,7 @@ class SparkEngine(Engine):
         except BaseException:
             self.close()
             raise
+        data.progress.info("%s: all %d training tasks connected; training", description, self.n_partitions)
 
     def _check_stage(self):
         if self._job_error is not None:  # bad input never gets here: tasks report it as an error frame

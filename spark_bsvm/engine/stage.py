@@ -10,6 +10,7 @@ warnings.
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from core.progress import progress_logger
 from spark_bsvm.engine.blocks import check_schema, check_training_data
 from spark_bsvm.engine.session import check_barrier_possible, executor_slots, tagged_jobs
 
@@ -61,14 +62,17 @@ class TrainingData:
 
     ``df`` must have a vector (or numeric array) column ``features_col``, a label column with exactly
     two values and optionally a positive weight column.  ``check_data(n_features, classes)``: the
-    caller's checks of the data's shape; they run before the stage holds the slots.
+    caller's checks of the data's shape; they run before the stage holds the slots.  ``description``
+    names the fit in the progress log and the Spark UI.
     """
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
-                 check_data=None):
+                 check_data=None, description="spark-bsvm fit"):
         from pyspark.ml.linalg import Vector
         from pyspark.sql import functions as F
 
+        self.description, self.progress = description, progress_logger()
+        self.progress.info("%s: checking the training data", description)
         self.spark = df.sparkSession
         check_schema(df, features_col, label_col, weight_col)
         self.n_partitions = num_partitions or executor_slots(self.spark)
@@ -96,10 +100,13 @@ class TrainingData:
         return TaskSpec(secret, self.n_features, self.classes, self.has_weight, self.n_partitions, self.n_examples,
                         **kwargs)
 
-    def run_stage(self, task, tag, description):
+    def run_stage(self, task, tag):
         """Run ``task`` on every partition in one barrier stage; the tasks' output rows."""
+        self.progress.info("%s: starting %d training tasks on %d rows x %d features (each converts its rows and "
+                           "compiles its kernels before the first round)", self.description, self.n_partitions,
+                           self.n_examples, self.n_features)
         stage = self.frame.mapInArrow(task, OUTPUT_SCHEMA, barrier=True)
-        with tagged_jobs(self.spark, tag, description):
+        with tagged_jobs(self.spark, tag, f"{self.description} ({self.n_examples} rows, {self.n_partitions} tasks)"):
             # the shuffle after the barrier stage makes it a map stage: Spark retries failed barrier map
             # stages as a whole, but aborts the job when a barrier result stage fails
             return stage.repartition(1).collect()

@@ -44,9 +44,9 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
         with SparkEngine(df, features_col, label_col, weight_col, num_partitions, check_data,
                          description=description) as engine:
             return function(engine, **arguments)
-    data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data)
+    data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description)
     spec = data.task_spec(secrets.token_hex(32), fit=HostedFit(function, arguments))
-    rows = data.run_stage(make_task(spec), fit_tag(), description)
+    rows = data.run_stage(make_task(spec), fit_tag())  # the solver's progress goes to the executor's log
     raise_task_errors(rows)
     (hosted,) = [row for row in rows if row["model"] is not None]
     for message in hosted["warnings"]:

@@ -31,16 +31,22 @@ def data(spark):
 
 
 @pytest.mark.parametrize("method", sorted(FITS))
-def test_both_coordinator_modes_give_the_local_model(data, method):
+def test_both_coordinator_modes_give_the_local_model(data, method, caplog):
     X, y, df = data
     function, arguments = FITS[method]
     local = function(LocalEngine(X, y, n_partitions=2), **arguments)
+    caplog.clear()
     for mode in ("driver", "executor"):
         model = train(df, function, arguments, num_partitions=2, mode=mode)
         np.testing.assert_array_equal(model.support_vectors, local.support_vectors)
         np.testing.assert_allclose(model.coef, local.coef, rtol=0, atol=1e-9)
         assert model.bias == pytest.approx(local.bias, abs=1e-9)
         assert model.metadata.get("rounds") == local.metadata.get("rounds")
+    said = [r.getMessage() for r in caplog.records if r.name == "spark_bsvm.progress"]
+    assert said[:3] == ["spark-bsvm fit: checking the training data",
+                        "spark-bsvm fit: starting 2 training tasks on 400 rows x 4 features (each converts its rows "
+                        "and compiles its kernels before the first round)",
+                        "spark-bsvm fit: all 2 training tasks connected; training"]
 
 
 def test_auto_mode_is_the_driver_on_classic_sessions(spark):
