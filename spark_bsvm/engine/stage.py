@@ -16,16 +16,23 @@ from spark_bsvm.engine.session import check_barrier_possible, executor_slots, ta
 
 OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
 UNREACHABLE = "Unreachable"  # error_type of a task that could not connect to the coordinator
+MISSING = "Missing"  # error_type of a task whose executor cannot import spark-bsvm or what it needs
+
+
+def output_schema():
+    """``OUTPUT_SCHEMA`` in Arrow."""
+    import pyarrow as pa
+
+    return pa.schema([("served", pa.int64()), ("error_type", pa.string()), ("error", pa.string()),
+                      ("model", pa.binary()), ("warnings", pa.list_(pa.string()))])
 
 
 def output_batch(served=0, error_type=None, error=None, model=None, warnings=()):
     """A task's output row (``OUTPUT_SCHEMA``) as an Arrow batch."""
     import pyarrow as pa
 
-    schema = pa.schema([("served", pa.int64()), ("error_type", pa.string()), ("error", pa.string()),
-                        ("model", pa.binary()), ("warnings", pa.list_(pa.string()))])
     return pa.RecordBatch.from_pylist([{"served": served, "error_type": error_type, "error": error, "model": model,
-                                        "warnings": list(warnings)}], schema=schema)
+                                        "warnings": list(warnings)}], schema=output_schema())
 
 
 @dataclass(frozen=True)
@@ -118,7 +125,7 @@ def raise_task_errors(rows):
     for row in rows:
         if row["error_type"] == "ValueError":
             raise ValueError(row["error"])
-        if row["error_type"] == UNREACHABLE:
+        if row["error_type"] in (UNREACHABLE, MISSING):
             raise RuntimeError(row["error"])
         if row["error_type"]:
             raise RuntimeError(f"the fit failed in the task that coordinated it: {row['error_type']}: "

@@ -24,7 +24,7 @@ import socket
 from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import partition_block
 from spark_bsvm.engine.hosted import host_fit
-from spark_bsvm.engine.stage import UNREACHABLE, output_batch
+from spark_bsvm.engine.stage import MISSING, UNREACHABLE, output_batch, output_schema
 
 CONNECT_TIMEOUT = 10.0  # seconds a task tries to open its connection to the coordinator
 
@@ -109,27 +109,55 @@ def _serve(context, batches, spec):
     return {"served": served}
 
 
+def run_task(spec, batches):
+    """One barrier task of the fit ``spec`` (a ``stage.TaskSpec``): its output batch."""
+    import numba
+    from pyspark import BarrierTaskContext
+    from threadpoolctl import threadpool_limits
+
+    context = BarrierTaskContext.get()
+    # numba's threads share the task's cores (spark.task.cpus), not the whole executor's
+    numba.set_num_threads(max(1, min(context.cpus(), numba.config.NUMBA_NUM_THREADS)))
+    # BLAS on one thread while the task serves rounds, as core's fits do (core.threads): its spinning
+    # threads made each round of an SpSVM fit on ijcnn1 3.8 ms slower (bench/bench_engines.py)
+    blas = threadpool_limits(limits=1, user_api="blas")
+    try:
+        if spec.fit is not None and context.partitionId() == 0:
+            row = host_fit(context, batches, spec)
+        else:
+            row = _serve(context, batches, spec)
+    finally:
+        blas.restore_original_limits()
+    return output_batch(**row)
+
+
 def make_task(spec):
-    """The function every barrier task runs (``spec``: a ``stage.TaskSpec``); it captures plain values only."""
+    """The function every barrier task runs (``spec``: a ``stage.TaskSpec``).
+
+    It refers to nothing of spark-bsvm by name: Spark ships it whole, ``spec`` travels as bytes, and the
+    task imports this module itself.  An executor without spark-bsvm (or a package it needs) then
+    ends its task at once with an output row that says so, where a reference to this module would
+    fail to unpickle, deep in a Java trace, after Spark's retries."""
+    from pyspark import cloudpickle
+
+    payload, schema, missing = cloudpickle.dumps(spec), output_schema(), MISSING
+    advice = ("ship spark-bsvm to the executors: --py-files with a zip of core/ and spark_bsvm/, or pip install "
+              "its wheel on every node (README: Running on a cluster)")
 
     def task(batches):
-        import numba
-        from pyspark import BarrierTaskContext
-        from threadpoolctl import threadpool_limits
+        import pickle
+        import socket
 
-        context = BarrierTaskContext.get()
-        # numba's threads share the task's cores (spark.task.cpus), not the whole executor's
-        numba.set_num_threads(max(1, min(context.cpus(), numba.config.NUMBA_NUM_THREADS)))
-        # BLAS on one thread while the task serves rounds, as core's fits do (core.threads): its spinning
-        # threads made each round of an SpSVM fit on ijcnn1 3.8 ms slower (bench/bench_engines.py)
-        blas = threadpool_limits(limits=1, user_api="blas")
         try:
-            if spec.fit is not None and context.partitionId() == 0:
-                row = host_fit(context, batches, spec)
-            else:
-                row = _serve(context, batches, spec)
-        finally:
-            blas.restore_original_limits()
-        yield output_batch(**row)
+            from spark_bsvm.engine.task import run_task
+            fit_spec = pickle.loads(payload)
+        except ImportError as exc:
+            import pyarrow as pa
+
+            error = f"executor {socket.gethostname()} cannot import what a spark-bsvm fit needs ({exc}): {advice}"
+            yield pa.RecordBatch.from_pylist([{"served": 0, "error_type": missing, "error": error, "model": None,
+                                               "warnings": []}], schema=schema)
+            return
+        yield run_task(fit_spec, batches)
 
     return task
