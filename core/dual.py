@@ -22,6 +22,7 @@ import numpy as np
 
 from core.kernels import kernel_block
 from core.partition.dual import NEG, POS, dual_round
+from core.progress import Progress
 from core.rows import stack_rows
 from core.smo import smo_solve
 from core.support_set import SupportSet
@@ -149,6 +150,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     start = time.perf_counter()
     violation, converged = np.inf, False
     carry, carried_ids = None, np.zeros(0, np.int64)
+    progress = Progress("dual decomposition", unit="rounds")  # its end is the violation reaching tol
     for rounds in range(1, max_rounds + 2):
         answers = engine.run(dual_round, request,
                              rebuild=lambda: _rebuild_request(dict(request, **feature_map), support, engine))
@@ -159,6 +161,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
         objective = 0.5 * sum(a["objective_part"] for a in answers)
         log.info("dual round %d: support %d, objective %.6g, violation %.3g, %.1fs",
                  rounds, len(support), objective, violation, time.perf_counter() - start)
+        progress.update(rounds, f"violation {violation:.3g} (stops below {tol:.3g}), support {len(support)}")
         if violation < tol:
             converged = True
             break

@@ -75,6 +75,7 @@ from core.config import NJIT
 from core.kernels import KernelSpec, finish_tile
 from core.model import KernelExpansion
 from core.partition.ebsvm import ebsvm_batch, ebsvm_describe
+from core.progress import Progress
 from core.rows import as_rows, is_sparse, squared_norms, stack_rows, take_rows
 from core.threads import one_blas_thread
 from core.validation import check_positive
@@ -195,6 +196,7 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
     learner = EBSVMLearner(engine.n_features, budget=budget, lam=lam, kernel=kernel, eta_theta=eta_theta,
                            average_fraction=average_fraction, total_steps=epochs * int(sizes.sum()))
     start = time.perf_counter()
+    progress = Progress("elastic budget SVM", epochs * int(sizes.sum()), "steps")
     for epoch in range(epochs):
         offsets = np.zeros_like(sizes)
         while offsets.sum() < sizes.sum():
@@ -207,6 +209,8 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
             order = rng.permutation(rows.shape[0])  # a uniform interleaving of the partitions' rows
             learner.steps(take_rows(rows, order),
                           *(np.concatenate([a[k] for a in answers])[order] for k in ("y", "weight", "ids")))
+            steps, support, theta = learner.progress()[:3]
+            progress.update(steps, f"epoch {epoch + 1} of {epochs}, support {support}, theta {theta:.3g}")
         log.info("ebsvm epoch %d: %d steps, support %d, theta %.3g, %d margin hits, %d removals, %.1fs",
                  epoch + 1, *learner.progress(), time.perf_counter() - start)
     params = {"budget": budget, "lam": lam, "kernel": kernel.to_dict(), "epochs": epochs, "batch_size": batch_size,

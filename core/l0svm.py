@@ -58,6 +58,7 @@ from scipy.linalg import solve_triangular
 from core.dual import DualProblem, solve_dual
 from core.kernels import KernelSpec, kernel_block
 from core.model import KernelExpansion
+from core.progress import Progress
 from core.partition.common import feature_map_request
 from core.partition.l0svm import l0_coefficients, l0_remap, sample_rows
 from core.rows import n_rows, stack_rows, take_rows
@@ -105,6 +106,7 @@ def fit_l0svm(engine, *, C_xi=1.0, C_alpha=0.2, kernel=None, margin="kernel", ep
     problem = DualProblem(C=C_xi)
     run = dict(tol=tol, working_set_size=working_set_size, max_rounds=max_rounds)
     support, v, rounds, change, converged = SupportSet(), None, 0, np.inf, False
+    progress = Progress("L0-SVM", max_outer, "outer iterations (at most)")
     for t in range(max_outer):
         proj = _projection(a, centers, kernel, C_alpha, margin)
         feature_map = feature_map_request(kernel, centers, proj)
@@ -120,6 +122,7 @@ def fit_l0svm(engine, *, C_xi=1.0, C_alpha=0.2, kernel=None, margin="kernel", ep
         sizes.append(int(keep.sum()))
         log.info("L0-SVM outer iteration %d: %d dual rounds, |A| %d -> %d, max change of a %.3g",
                  t + 1, solution.rounds, keep.size, sizes[-1], change)
+        progress.update(t + 1, f"|A| {sizes[-1]}, max change of a {change:.3g} (stops below {eps:g})")
         if change < eps:
             converged = True
             break

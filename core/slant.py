@@ -40,6 +40,7 @@ import numpy as np
 from core.kernels import kernel_block
 from core.model import KernelExpansion
 from core.partition.slant import NEG, POS, add_steps, slant_round
+from core.progress import Progress
 from core.rows import stack_rows, take_rows
 from core.threads import one_blas_thread
 from core.validation import check_positive
@@ -76,6 +77,8 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
     request = rebuild()
     start = time.perf_counter()
     rounds, stopped, limit = 0, None, max_steps
+    progress = Progress("slant sparsifier", max_support, "support vectors") if max_support \
+        else Progress("slant sparsifier", max_steps, "steps")
     while True:
         answers = engine.run(slant_round, request, rebuild=rebuild)
         rounds += 1
@@ -90,6 +93,7 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
                                          max_support, limit)
         log.info("slant round %d: %d steps, support %d, %.1fs", rounds, len(path.steps), len(path.ids),
                  time.perf_counter() - start)
+        progress.update(len(path.ids) if max_support else len(path.steps), f"{len(path.ids)} support vectors")
         if stopped and not pending:
             break
         request = dict(base, reset=False, **_step_request(held, pending))

@@ -63,6 +63,7 @@ import numpy as np
 from core.cholesky import CholeskyFactor
 from core.kernels import KernelSpec, kernel_diag
 from core.model import KernelExpansion
+from core.progress import Progress
 from core.partition.spsvm import (BIAS_TERM, basis_kernel, spsvm_add_basis, spsvm_gradient, spsvm_line, spsvm_restore,
                                   spsvm_score, spsvm_start)
 from core.rows import as_rows, n_rows, stack_rows, take_rows
@@ -441,6 +442,7 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
     if not warm:
         positions, ids, rows = fit.fetch(candidate_positions(n, draw, kappa, seed, taken))
     stop_reason = "max_basis"
+    progress = Progress("SpSVM-2", max_basis, "basis functions")
     while fit.d < max_basis:
         warming = bool(warm)
         if warming:  # the warm start's rows first, each a lone candidate
@@ -483,7 +485,7 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
             stop = tol > 0 and checked[1] - after < tol * abs(after) * (fit.d - checked[0]) and not last
             checked = (fit.d, after)
         _record(path, fit, after, retrained, start, keep_path_coef)
-        log.info("SpSVM stage %d: objective %.8g%s", fit.d, after, " (retrained)" if retrained else "")
+        progress.update(fit.d, f"objective {after:.8g}")
         if stop:
             stop_reason = "tol"
             break

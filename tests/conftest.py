@@ -1,8 +1,10 @@
-"""Shared fixtures: the benchmark files of ../shared/data (skipped when absent) and one local
-Spark session for all Spark tests (startup costs ~10 s)."""
+"""Shared fixtures: the benchmark files of ../shared/data (skipped when absent), one local
+Spark session for all Spark tests (startup costs ~10 s) and one Spark Connect session for the
+Connect tests, which run last (pyspark holds one kind of session per process)."""
 
 import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -50,6 +52,53 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_spark():
+    """A Spark Connect session on pyspark's local Connect server (``remote("local[2]")``).
+
+    pyspark runs one kind of session per process (Connect mode is process-wide), so this stops the
+    classic session first; ``pytest_collection_modifyitems`` runs the tests that use this fixture
+    after all others."""
+    pytest.importorskip("grpc", reason="Spark Connect needs pip install -e '.[connect]'")
+    from pyspark.sql import SparkSession
+
+    classic = SparkSession.getActiveSession()
+    if classic is not None:
+        classic.stop()
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    with warnings.catch_warnings():  # the server starts with the static confs; the client cannot set them again
+        warnings.filterwarnings("ignore", message="Failed to set spark")
+        session = (SparkSession.builder.remote("local[2]").appName("spark-bsvm-connect-tests")
+                   .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+                   .config("spark.driver.memory", "2g").getOrCreate())
+    yield session
+    session.stop()
+
+
+def pytest_collection_modifyitems(items):
+    """The Spark Connect tests last (see ``connect_spark``); the order is stable otherwise."""
+    items.sort(key=lambda item: "connect_spark" in getattr(item, "fixturenames", ()))
+
+
+def contiguous_frame(spark, X, labels, n_partitions=2):
+    """A (features vector, label) DataFrame whose partitions are LocalEngine's contiguous blocks, built
+    without RDDs so that Spark Connect sessions can make it too."""
+    import pyarrow as pa
+    from pyspark.ml.functions import array_to_vector
+
+    X, labels = np.asarray(X, np.float64), np.asarray(labels, np.float64)
+    bounds = np.linspace(0, len(labels), n_partitions + 1).astype(np.int64)
+
+    def blocks(batches):  # partition k of the range holds the one id k
+        for batch in batches:
+            for k in batch.column(0).to_pylist():
+                lo, hi = bounds[k], bounds[k + 1]
+                yield pa.RecordBatch.from_pydict({"features": X[lo:hi].tolist(), "label": labels[lo:hi]})
+
+    frame = spark.range(0, n_partitions, 1, n_partitions).mapInArrow(blocks, "features array<double>, label double")
+    return frame.withColumn("features", array_to_vector("features"))
 
 
 def to_df(spark, X, labels, n_partitions=2, weights=None):

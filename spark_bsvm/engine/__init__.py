@@ -1,9 +1,11 @@
-"""The Spark execution engine: one barrier stage per fit, rounds served over a socket.
+"""The Spark execution engine: one barrier stage per fit, rounds served over sockets.
 
-``coordinator`` (the driver side, ``SparkEngine``) <- ``task`` (what each
-barrier task runs) <- ``blocks`` (DataFrame rows to numpy blocks) and
-``wire`` (the authenticated, pickle-free frame format); ``slots`` counts
-the task slots a barrier stage needs.
+``training`` (one fit, coordinated by the driver or on the executors) <- ``coordinator`` (the driver
+side, ``SparkEngine``) and ``hosted`` (a fit coordinated by one of the stage's tasks) <- ``rounds``
+(the coordinator's sockets) and ``task`` (what each barrier task runs) <- ``stage`` (the checked
+training data and its barrier stage), ``blocks`` (DataFrame rows to numpy blocks), ``wire`` (the
+authenticated, pickle-free frame format) and ``session`` (what classic and Spark Connect sessions
+offer alike).
 """
 
 from spark_bsvm.engine.coordinator import SparkEngine

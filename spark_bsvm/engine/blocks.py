@@ -30,16 +30,18 @@ def check_schema(df, features_col, label_col, weight_col=None):
 
 
 def check_training_data(prepared, features_col, label_col, weight_col=None):
-    """(the two label values, the row count) of the training data, or a ValueError naming the problem."""
+    """(the two label values, the row count, the partition count) of the training data, or a ValueError
+    naming the problem.  The partition count comes with the checks' one pass over the data (Spark Connect
+    has no cheaper way to it); it counts up to the last non-empty partition."""
     from pyspark.sql import functions as F
 
     bad_weight = F.lit(False)
     if weight_col:
         w = F.col("weight")
         bad_weight = w.isNull() | F.isnan(w) | (w <= 0) | (w == float("inf"))
-    groups = prepared.groupBy("label").agg(
+    groups = prepared.withColumn("partition", F.spark_partition_id()).groupBy("label").agg(
         F.count(F.lit(1)).alias("rows"), F.sum(F.col("features").isNull().cast("long")).alias("null_features"),
-        F.sum(bad_weight.cast("long")).alias("bad_weights"),
+        F.sum(bad_weight.cast("long")).alias("bad_weights"), F.max("partition").alias("last_partition"),
     ).collect()
     n_rows = sum(g["rows"] for g in groups)
     if n_rows == 0:
@@ -55,7 +57,8 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     if bad_weights:
         raise ValueError(f"weight column '{weight_col}' has {bad_weights} value(s) that are null, NaN, infinite "
                          "or <= 0; instance weights must be positive finite numbers")
-    return two_classes([g["label"] for g in groups]), int(n_rows)
+    n_partitions = max(g["last_partition"] for g in groups) + 1
+    return two_classes([g["label"] for g in groups]), int(n_rows), int(n_partitions)
 
 
 def _check_sizes(sizes, n_features):
@@ -98,3 +101,21 @@ def rows_from_arrow(column, n_features):
     keep = data != 0.0
     indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=len(column)))])
     return sp.csr_matrix((data[keep], indices[keep], indptr), shape=(len(column), n_features))
+
+
+def partition_block(batches, pid, n_features, classes, has_weight):
+    """A task's Arrow batches as a ``PartitionData`` (a ValueError names what is wrong with its rows)."""
+    import pyarrow as pa
+
+    from core.partition.data import PartitionData
+
+    batches = list(batches)
+    table = pa.Table.from_batches(batches) if batches else None
+    if table is None or table.num_rows == 0:
+        raise ValueError(f"partition {pid} of the training data is empty: use fewer partitions")
+    rows = rows_from_arrow(table.column("features").combine_chunks(), n_features)
+    labels = np.asarray(table.column("label").to_pylist())
+    y = np.where(labels == classes[1], 1.0, -1.0)
+    weight = table.column("weight").to_numpy() if has_weight else np.ones(len(y))
+    ids = (np.int64(pid) << 40) + np.arange(len(y), dtype=np.int64)
+    return PartitionData.build(rows, y, weight, ids)

@@ -1,104 +1,163 @@
-"""What every barrier task of a fit runs: connect to the coordinator, build its block, serve rounds.
+"""What every barrier task of a fit runs: reach the coordinator, build its block, serve rounds.
 
-The task says hello before it builds its block, so that a problem with its rows reaches the driver as
-a message, not as a failed task: a ``ValueError`` (bad input: an empty partition, vectors of mixed
-sizes, NaN features, a partition function refusing its request) is sent as an error frame
-``{ERROR: "ValueError", "message": ...}`` and the task then ends normally, so Spark does not retry
-what would fail again.  Any other exception fails the task: Spark retries the stage, and the
-coordinator rebuilds the new tasks' state from the driver's model.
+The coordinator is on the driver (``TaskSpec.address``), or, in a fit coordinated on the executors
+(``TaskSpec.fit``), in partition 0's task, which posts its address to the others through
+``BarrierTaskContext.allGather`` and runs the solver (``spark_bsvm.engine.hosted``).
+
+Every task tries to connect (for at most ``CONNECT_TIMEOUT`` seconds), then all of them share the
+outcome through one ``allGather``: when a task cannot reach the coordinator, every task ends at once
+with an output row that names the address, the executor and the fix, instead of the coordinator
+waiting for a task that never comes.
+
+The task says hello before it builds its block, so that a problem with its rows reaches the
+coordinator as a message, not as a failed task: a ``ValueError`` (bad input: an empty partition,
+vectors of mixed sizes, NaN features, a partition function refusing its request) is sent as an error
+frame ``{wire.ERROR: "ValueError", "message": ...}`` and the task then ends normally, so Spark does
+not retry what would fail again.  Any other exception fails the task: Spark retries the stage, and a
+coordinator on the driver rebuilds the new tasks' state from its model.
 """
 
+import json
 import os
 import socket
 
-import numpy as np
-
 from spark_bsvm.engine import wire
-from spark_bsvm.engine.blocks import rows_from_arrow
+from spark_bsvm.engine.blocks import partition_block
+from spark_bsvm.engine.hosted import host_fit
+from spark_bsvm.engine.stage import MISSING, UNREACHABLE, output_batch, output_schema
 
-STOP = "__stop__"  # the function name that ends the task
-ERROR = "__error__"  # key of an error frame: the exception's type name; "message" holds its text
+CONNECT_TIMEOUT = 10.0  # seconds a task tries to open its connection to the coordinator
 
 
-def _block(batches, pid, n_features, classes, has_weight):
-    """The partition's rows as a ``PartitionData`` (a ValueError names what is wrong with them)."""
-    import pyarrow as pa
+def _advice(spec):
+    if spec.fit is None:
+        return ("executors must be able to open TCP connections to the driver's address on any port: open "
+                "them, set spark.driver.host to an address the executors reach, or coordinate the fit on the "
+                "executors with coordinatorMode='executor'")
+    return "executors must be able to open TCP connections to each other on any port"
 
-    from core.partition.data import PartitionData
 
-    batches = list(batches)
-    table = pa.Table.from_batches(batches) if batches else None
-    if table is None or table.num_rows == 0:
-        raise ValueError(f"partition {pid} of the training data is empty: use fewer partitions")
-    rows = rows_from_arrow(table.column("features").combine_chunks(), n_features)
-    labels = np.asarray(table.column("label").to_pylist())
-    y = np.where(labels == classes[1], 1.0, -1.0)
-    weight = table.column("weight").to_numpy() if has_weight else np.ones(len(y))
-    ids = (np.int64(pid) << 40) + np.arange(len(y), dtype=np.int64)
-    return PartitionData.build(rows, y, weight, ids)
+def reach_coordinator(context, address, spec):
+    """(a socket connected to the coordinator at ``address``, None) or, when any task of the stage could
+    not connect, (None, the first such task's problem with the fix), once every task has tried."""
+    sock, problem = None, ""
+    try:
+        sock = socket.create_connection(address, timeout=CONNECT_TIMEOUT)
+        sock.settimeout(None)
+        # frames go out in several writes (header, then large arrays): without NODELAY, Nagle holds the
+        # second write until the first is acknowledged, and a delayed ACK costs 40 ms per round
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError as exc:
+        executor = context.getTaskInfos()[context.partitionId()].address
+        problem = (f"the training task on executor {executor} cannot reach the spark-bsvm coordinator at "
+                   f"{address[0]}:{address[1]} ({exc}); {_advice(spec)}")
+    problems = [p for p in context.allGather(problem) if p]
+    if problems and sock is not None:
+        sock.close()
+    return (None, problems[0]) if problems else (sock, None)
 
 
 def _report(sock, exc):
     """Send ``exc`` as an error frame, then wait for the coordinator's next message (its round request or
     STOP) before the task ends: a socket closed any earlier could fail that send, and the coordinator
     would take the error for a lost task."""
-    wire.send(sock, {ERROR: type(exc).__name__, "message": str(exc)})
+    wire.send(sock, {wire.ERROR: type(exc).__name__, "message": str(exc)})
     try:
         wire.recv(sock)
     except (ConnectionError, OSError):
         pass
 
 
-def make_task(host, port, secret, n_features, classes, has_weight, fault_injection):
-    """The function every barrier task runs; it captures plain locals only."""
+def _serve(context, batches, spec):
+    """Serve the coordinator's rounds on this task's partition; the task's output row."""
+    from core.partition import PARTITION_FUNCTIONS
 
-    def task(batches):
-        import numba
-        import pyarrow as pa
-        from pyspark import BarrierTaskContext
-        from threadpoolctl import threadpool_limits
-
-        from core.partition import PARTITION_FUNCTIONS
-
-        context = BarrierTaskContext.get()
-        pid = context.partitionId()
-        # numba's threads share the task's cores (spark.task.cpus), not the whole executor's
-        numba.set_num_threads(max(1, min(context.cpus(), numba.config.NUMBA_NUM_THREADS)))
-        # BLAS on one thread while the task serves rounds, as core's fits do (core.threads): its spinning
-        # threads made each round of an SpSVM fit on ijcnn1 3.8 ms slower (bench/bench_engines.py)
-        blas = threadpool_limits(limits=1, user_api="blas")
-        sock = socket.create_connection((host, port))
-        # frames go out in several writes (header, then large arrays): without NODELAY, Nagle holds the
-        # second write until the first is acknowledged, and a delayed ACK costs 40 ms per round
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        served = 0
+    pid = context.partitionId()
+    address = spec.address
+    if address is None:  # partition 0's task coordinates: it posts its address first
+        address = tuple(json.loads(context.allGather("")[0]))
+    sock, problem = reach_coordinator(context, address, spec)
+    if problem:
+        return {"error_type": UNREACHABLE, "error": problem}
+    served = 0
+    try:
+        wire.send_hello(sock, spec.secret, pid)
         try:
-            wire.send_hello(sock, secret, pid)
+            data = partition_block(batches, pid, spec.n_features, spec.classes, spec.has_weight)
+        except ValueError as exc:
+            _report(sock, exc)
+            data = None
+        state = {}
+        while data is not None:
+            request = wire.recv(sock)
+            name = request.pop("function")
+            if name == wire.STOP:
+                break
+            served += 1
+            injection = spec.fault_injection
+            if injection and pid == 0 and served == injection["round"] and not os.path.exists(injection["marker"]):
+                open(injection["marker"], "w").close()
+                raise RuntimeError("fault injected by a test")
             try:
-                data = _block(batches, pid, n_features, classes, has_weight)
+                state, answer = PARTITION_FUNCTIONS[name](data, state, request)
             except ValueError as exc:
                 _report(sock, exc)
-                data = None
-            state = {}
-            while data is not None:
-                request = wire.recv(sock)
-                name = request.pop("function")
-                if name == STOP:
-                    break
-                served += 1
-                if fault_injection and pid == 0 and served == fault_injection["round"] \
-                        and not os.path.exists(fault_injection["marker"]):
-                    open(fault_injection["marker"], "w").close()
-                    raise RuntimeError("fault injected by a test")
-                try:
-                    state, answer = PARTITION_FUNCTIONS[name](data, state, request)
-                except ValueError as exc:
-                    _report(sock, exc)
-                    break
-                wire.send(sock, answer)
-        finally:
-            sock.close()
-            blas.restore_original_limits()
-        yield pa.RecordBatch.from_pydict({"served": [served]})
+                break
+            wire.send(sock, answer)
+    finally:
+        sock.close()
+    return {"served": served}
+
+
+def run_task(spec, batches):
+    """One barrier task of the fit ``spec`` (a ``stage.TaskSpec``): its output batch."""
+    import numba
+    from pyspark import BarrierTaskContext
+    from threadpoolctl import threadpool_limits
+
+    context = BarrierTaskContext.get()
+    # numba's threads share the task's cores (spark.task.cpus), not the whole executor's
+    numba.set_num_threads(max(1, min(context.cpus(), numba.config.NUMBA_NUM_THREADS)))
+    # BLAS on one thread while the task serves rounds, as core's fits do (core.threads): its spinning
+    # threads made each round of an SpSVM fit on ijcnn1 3.8 ms slower (bench/bench_engines.py)
+    blas = threadpool_limits(limits=1, user_api="blas")
+    try:
+        if spec.fit is not None and context.partitionId() == 0:
+            row = host_fit(context, batches, spec)
+        else:
+            row = _serve(context, batches, spec)
+    finally:
+        blas.restore_original_limits()
+    return output_batch(**row)
+
+
+def make_task(spec):
+    """The function every barrier task runs (``spec``: a ``stage.TaskSpec``).
+
+    It refers to nothing of spark-bsvm by name: Spark ships it whole, ``spec`` travels as bytes, and the
+    task imports this module itself.  An executor without spark-bsvm (or a package it needs) then
+    ends its task at once with an output row that says so, where a reference to this module would
+    fail to unpickle, deep in a Java trace, after Spark's retries."""
+    from pyspark import cloudpickle
+
+    payload, schema, missing = cloudpickle.dumps(spec), output_schema(), MISSING
+    advice = ("ship spark-bsvm to the executors: --py-files with a zip of core/ and spark_bsvm/, or pip install "
+              "its wheel on every node (README: Running on a cluster)")
+
+    def task(batches):
+        import pickle
+        import socket
+
+        try:
+            from spark_bsvm.engine.task import run_task
+            fit_spec = pickle.loads(payload)
+        except ImportError as exc:
+            import pyarrow as pa
+
+            error = f"executor {socket.gethostname()} cannot import what a spark-bsvm fit needs ({exc}): {advice}"
+            yield pa.RecordBatch.from_pylist([{"served": 0, "error_type": missing, "error": error, "model": None,
+                                               "warnings": []}], schema=schema)
+            return
+        yield run_task(fit_spec, batches)
 
     return task

@@ -19,6 +19,9 @@ import struct
 import numpy as np
 import scipy.sparse as sp
 
+STOP = "__stop__"  # the function name of the message that ends a task
+ERROR = "__error__"  # key of a task's error frame: the exception's type name; "message" holds its text
+
 _LENGTH = struct.Struct(">Q")
 MAX_FRAME = 1 << 34  # 16 GiB: anything larger is a corrupt or hostile length
 # dtypes an array on the wire may have: plain numbers and bools, in either byte order

@@ -7,9 +7,9 @@ function's keyword arguments.  Everything else is here, once:
     _fit:  check every param (no Spark job before that)
            -> read the saved models it needs (``_driver_inputs``)
            -> split off the calibration rows
-           -> SparkEngine(...): the data's checks, then ``_check_data`` (saved models against the data),
-              then the training stage
-           -> core function(engine, **table-mapped params, kernel, inputs)
+           -> engine.training.train(...): the data's checks, then ``_check_data`` (saved models against the
+              data), then the training stage, coordinated by the driver or by one of its tasks
+              (``coordinatorMode``), which runs core function(engine, **table-mapped params, kernel, inputs)
            -> the model, with the estimator's params and the trained kernel; Platt calibration
 """
 
@@ -21,8 +21,8 @@ from pyspark import keyword_only
 from pyspark.ml import Estimator
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
-from spark_bsvm.engine import SparkEngine
 from spark_bsvm.engine.blocks import check_schema
+from spark_bsvm.engine.training import train
 from spark_bsvm.ml.params import _KernelParams, check_params
 
 
@@ -88,9 +88,11 @@ class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
         if self.getCalibrationFraction() > 0:
             fraction = self.getCalibrationFraction()
             dataset, holdout = dataset.randomSplit([1.0 - fraction, fraction], seed=self.getOrDefault(self.seed))
-        with SparkEngine(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col(),
-                         self.getNumPartitions(), check_data=functools.partial(self._check_data, inputs)) as engine:
-            expansion = self.core.function(engine, **self.core_arguments(), **inputs)
+        expansion = train(dataset, self.core.function, dict(self.core_arguments(), **inputs),
+                          features_col=self.getFeaturesCol(), label_col=self.getLabelCol(),
+                          weight_col=self._weight_col(), num_partitions=self.getNumPartitions(),
+                          mode=self.getCoordinatorMode(), check_data=functools.partial(self._check_data, inputs),
+                          description=f"spark-bsvm {type(self).__name__} fit")
         # the summary names params as the user set them; core's own names stay beside them
         expansion.metadata["coreParams"] = expansion.metadata.get("params", {})
         expansion.metadata["params"] = self._spark_values()

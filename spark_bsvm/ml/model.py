@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from core.model import KernelExpansion
 from core.platt import fit_platt
+from spark_bsvm.engine.session import is_connect
 from spark_bsvm.ml.params import _BSVMParams, _ColumnSetters
 
 
@@ -109,8 +110,16 @@ class _BSVMModelWriter(MLWriter):
         super().__init__()
         self.instance = instance
 
+    def _handleOverwrite(self, path):
+        if is_connect(self.sparkSession):  # MLWriter's own way reaches into the JVM, which Connect hides
+            from pyspark.ml.connect.readwrite import RemoteMLWriter
+
+            RemoteMLWriter.handleOverwrite(path, True)
+        else:
+            super()._handleOverwrite(path)
+
     def saveImpl(self, path):
-        DefaultParamsWriter.saveMetadata(self.instance, path, self.sc)
+        DefaultParamsWriter.saveMetadata(self.instance, path, self.sparkSession)
         spark = self.sparkSession
         payload = bytearray(self.instance.expansion.to_bytes())
         spark.createDataFrame([(payload,)], "model binary").write.parquet(f"{path}/data")
@@ -122,7 +131,7 @@ class _BSVMModelReader(MLReader):
         self.cls = cls
 
     def load(self, path):
-        metadata = DefaultParamsReader.loadMetadata(path, self.sc)
+        metadata = DefaultParamsReader.loadMetadata(path, self.sparkSession)
         payload = self.sparkSession.read.parquet(f"{path}/data").first()["model"]
         model = _saved_class(metadata["class"], self.cls)(KernelExpansion.from_bytes(bytes(payload)))
         DefaultParamsReader.getAndSetParams(model, metadata)

@@ -20,6 +20,7 @@ from core.l0svm import MARGINS
 from core.spsvm import RETRAINS, SELECTIONS
 from core.svc import NORMS
 from core.validation import check_positive
+from spark_bsvm.engine.training import MODES
 
 
 # ---- rules: each returns None or raises a ValueError naming the param, its value and what is allowed ----
@@ -79,14 +80,19 @@ class _BSVMParams(HasFeaturesCol, HasLabelCol, HasPredictionCol, HasRawPredictio
                                 "probabilities (in [0, 0.5))", TypeConverters.toFloat)
     numPartitions = Param(Params._dummy(), "numPartitions", "partitions of the training data, at most the "
                           "application's task slots (default: all slots)", TypeConverters.toInt)
+    coordinatorMode = Param(Params._dummy(), "coordinatorMode", "where the solver runs: 'driver' (tasks connect "
+                            "to the driver; a lost task is rebuilt and the fit resumes), 'executor' (in one "
+                            "training task, which the others connect to; a lost task restarts the fit; for "
+                            "Spark Connect clients), or 'auto' (executor under Spark Connect, else driver)",
+                            TypeConverters.toString)
 
     RULES = {"threshold": finite, "calibrationFraction": in_range(0.0, 0.5, closed_high=False),
-             "numPartitions": at_least(1), "seed": at_least(0)}
+             "numPartitions": at_least(1), "seed": at_least(0), "coordinatorMode": one_of(MODES)}
 
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(threshold=0.0, calibrationFraction=0.0, seed=0, rawPredictionCol="rawPrediction",
-                         probabilityCol="probability")
+                         probabilityCol="probability", coordinatorMode="auto")
 
     def getThreshold(self):
         return self.getOrDefault(self.threshold)
@@ -97,6 +103,9 @@ class _BSVMParams(HasFeaturesCol, HasLabelCol, HasPredictionCol, HasRawPredictio
     def getNumPartitions(self):
         """The set number of partitions, or None (all task slots)."""
         return self.getOrDefault(self.numPartitions) if self.isDefined(self.numPartitions) else None
+
+    def getCoordinatorMode(self):
+        return self.getOrDefault(self.coordinatorMode)
 
 
 class _ColumnSetters:
@@ -132,6 +141,9 @@ class _CommonSetters(_ColumnSetters):
 
     def setNumPartitions(self, value):
         return self._set(numPartitions=value)
+
+    def setCoordinatorMode(self, value):
+        return self._set(coordinatorMode=value)
 
 
 class _WeightParams(HasWeightCol):

@@ -10,7 +10,7 @@ from core.kernels import KernelSpec
 from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm.engine import SparkEngine, wire
-from spark_bsvm.engine.slots import check_barrier_possible
+from spark_bsvm.engine.session import check_barrier_possible
 from tests.conftest import to_df
 
 pytestmark = pytest.mark.spark
@@ -68,7 +68,7 @@ def test_a_task_lost_mid_fit_resumes_to_the_same_model(spark, data, tmp_path):
 def test_coordinator_refuses_a_connection_without_the_secret(spark, data, caplog):
     X, y = data
     with SparkEngine(to_df(spark, X, y), num_partitions=2) as engine:
-        host, port = engine._listener.getsockname()[:2]
+        host, port = engine._coordinator.listener.getsockname()[:2]
         intruder = socket.create_connection((host, port))
         wire.send_hello(intruder, "0" * 64, 0)
         wire.send(intruder, {"function": "dual_round"})
@@ -87,7 +87,7 @@ def test_coordinator_refuses_a_connection_without_the_secret(spark, data, caplog
 def test_the_listener_closes_with_the_engine(spark, data):
     X, y = data
     engine = SparkEngine(to_df(spark, X, y), num_partitions=2)
-    address = engine._listener.getsockname()[:2]
+    address = engine._coordinator.listener.getsockname()[:2]
     engine.close()
     with pytest.raises(OSError):
         socket.create_connection(address, timeout=2)
@@ -95,9 +95,8 @@ def test_the_listener_closes_with_the_engine(spark, data):
 
 class _FakeSpark:
     def __init__(self, slots, conf):
-        self.sparkContext = type("SC", (), {"defaultParallelism": slots,
-                                            "getConf": lambda _self: type("C", (), {"get": lambda _c, k, d=None:
-                                                                                    conf.get(k, d)})()})()
+        self.sparkContext = type("SC", (), {"defaultParallelism": slots})()
+        self.conf = type("Conf", (), {"get": lambda _self, key, default=None: conf.get(key, default)})()
 
 
 def test_barrier_requirements_are_explained():
@@ -126,7 +125,7 @@ def test_bad_rows_are_reported_by_their_task_once_without_retries(spark, rows, m
     jobs = tracker.getJobIdsForGroup(engine._job_group)
     stages = [tracker.getStageInfo(stage) for job in jobs for stage in tracker.getJobInfo(job).stageIds]
     assert jobs and sum(stage.numFailedTasks for stage in stages if stage) == 0
-    assert engine._listener.fileno() == -1 and not engine._thread.is_alive()
+    assert engine._coordinator.listener.fileno() == -1 and not engine._thread.is_alive()
 
 
 def test_the_job_group_shows_nothing_of_the_secret(spark, data):

@@ -183,7 +183,7 @@ def test_a_failing_driver_loop_leaves_no_stage_or_listener(spark, train):
     with pytest.raises(ZeroDivisionError):
         with SparkEngine(train[2], num_partitions=2) as engine:
             1 / 0  # the driver's loop fails mid-fit
-    assert not engine._thread.is_alive() and engine._listener.fileno() == -1
+    assert not engine._thread.is_alive() and engine._coordinator.listener.fileno() == -1
 
 
 @pytest.mark.data

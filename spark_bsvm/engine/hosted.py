@@ -1,0 +1,81 @@
+"""A fit coordinated on the executors: partition 0's barrier task hosts the coordinator and runs the solver.
+
+Under Spark Connect the client may be far from the cluster, so executors cannot reach a socket in the
+client's process.  Then partition 0's task listens on its executor's address, posts it to the other
+tasks through ``BarrierTaskContext.allGather``, computes its own partition in-process
+(``TaskEngine``) and runs the same core training function the driver would run; the trained model
+leaves the stage as that task's output row, with the solver's warnings.
+
+A lost task fails the whole barrier stage, this task included: Spark retries the stage and the fit
+starts over (the driver-side coordinator instead resumes from its model).
+"""
+
+import json
+import logging
+
+from core.engine import Engine
+from core.partition import function_name
+from spark_bsvm.engine.blocks import partition_block
+from spark_bsvm.engine.rounds import Coordinator, LostTask
+from spark_bsvm.engine.stage import UNREACHABLE
+
+
+class TaskEngine(Engine):
+    """The Engine of the coordinating task: partition 0 in this process, the others over sockets."""
+
+    def __init__(self, coordinator, data, spec):
+        self.coordinator = coordinator
+        self.data = data
+        self.state = {}
+        self.rounds = 0
+        self.n_features, self.n_examples = spec.n_features, spec.n_examples
+        self.classes, self.n_partitions = list(spec.classes), spec.n_partitions
+
+    def run(self, function, request, rebuild=None):
+        # no rebuild here: a lost task ends the stage, and the retried stage starts the fit over
+        self.rounds += 1
+        self.coordinator.send_all(dict(request, function=function_name(function)))
+        self.state, own = function(self.data, self.state, request)
+        others = self.coordinator.gather()
+        return [own] + [others[pid] for pid in sorted(others)]
+
+
+class _Warnings(logging.Handler):
+    """Keeps the messages of the warnings logged during the fit, for the driver to log again."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def host_fit(context, batches, spec):
+    """Coordinate the fit ``spec.fit`` from partition 0's task; the task's output row (the model or the
+    error that ended the fit)."""
+    host = context.getTaskInfos()[0].address.rsplit(":", 1)[0]  # this executor, as the others know it
+    coordinator = Coordinator(host, range(1, spec.n_partitions), spec.secret)
+    try:
+        context.allGather(json.dumps(list(coordinator.address)))
+        problems = [p for p in context.allGather("") if p]  # the others' attempts to connect
+        if problems:
+            return {"error_type": UNREACHABLE, "error": problems[0]}
+        coordinator.accept_all(timeout=30.0)  # they have connected already
+        warnings = _Warnings()
+        logger = logging.getLogger("spark_bsvm")
+        logger.addHandler(warnings)
+        try:
+            engine = TaskEngine(coordinator, partition_block(batches, 0, spec.n_features, spec.classes,
+                                                             spec.has_weight), spec)
+            model = spec.fit.function(engine, **spec.fit.arguments)
+        except LostTask:
+            raise  # the stage is failing: Spark retries it as a whole
+        except Exception as exc:  # a bug or bad input: the same again on a retry, so it ends the fit
+            return {"error_type": type(exc).__name__, "error": str(exc)}
+        finally:
+            logger.removeHandler(warnings)
+        return {"served": engine.rounds, "model": model.to_bytes(), "warnings": warnings.messages}
+    finally:
+        coordinator.stop()
+        coordinator.close()

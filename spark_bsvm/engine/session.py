@@ -1,0 +1,66 @@
+"""What the engine asks of a SparkSession, on classic Spark and on Spark Connect alike.
+
+A Spark Connect session has no ``sparkContext``, no RDDs and no JVM handle: everything here goes
+through calls both kinds of session have (``spark.conf``, DataFrames), or through the one call each
+kind offers (job groups on classic sessions, tags on Connect sessions).
+"""
+
+from contextlib import contextmanager
+
+
+def is_connect(spark):
+    """Whether ``spark`` is a Spark Connect session (its client may run far from the cluster)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect.")
+
+
+def executor_slots(spark):
+    """How many tasks can run at once: a barrier stage needs one slot per partition."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    # Connect hides the SparkContext; a range without a partition count is split into the default
+    # parallelism, which is what classic sessions report (one small job)
+    from pyspark.sql import functions as F
+
+    return spark.range(0, 1 << 20).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()[0] + 1
+
+
+def check_barrier_possible(spark, num_partitions):
+    """Refuse settings under which a barrier stage cannot start, with the fix."""
+    if spark.conf.get("spark.dynamicAllocation.enabled", "false").lower() == "true":
+        raise ValueError(
+            "spark-bsvm trains in one barrier stage, which Spark does not run with dynamic allocation: "
+            "set spark.dynamicAllocation.enabled=false for this application")
+    slots = executor_slots(spark)
+    if num_partitions > slots:
+        raise ValueError(
+            f"numPartitions={num_partitions} exceeds the {slots} task slots of this application; a barrier "
+            f"stage needs all its tasks running at once and would wait forever: use at most {slots} "
+            "partitions or add executors/cores")
+
+
+@contextmanager
+def tagged_jobs(spark, tag, description):
+    """Label the Spark jobs this thread starts inside the block with ``tag`` (so that ``cancel_jobs`` can
+    stop them) and, on classic sessions, with ``description`` (the Spark UI shows it)."""
+    if is_connect(spark):
+        spark.addTag(tag)
+        try:
+            yield
+        finally:
+            spark.removeTag(tag)
+    else:
+        context = spark.sparkContext
+        context.setJobGroup(tag, description, interruptOnCancel=True)
+        try:
+            yield
+        finally:
+            context.setLocalProperty("spark.jobGroup.id", None)
+            context.setLocalProperty("spark.job.description", None)
+
+
+def cancel_jobs(spark, tag):
+    """Cancel the running jobs labelled ``tag`` by ``tagged_jobs``."""
+    if is_connect(spark):
+        spark.interruptTag(tag)
+    else:
+        spark.sparkContext.cancelJobGroup(tag)

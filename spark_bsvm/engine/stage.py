@@ -1,0 +1,132 @@
+"""The training data of one fit and the barrier stage over it, whichever side coordinates the rounds.
+
+``TrainingData`` runs every check that needs the data (before the stage takes the task slots) and
+holds the DataFrame the stage reads, one partition per task.  Every task returns one row of
+``OUTPUT_SCHEMA``: what it served, the error that ended the fit (bad rows, a coordinator it could not
+reach), and, from the task that coordinated a fit on the executors, the model and the solver's
+warnings.
+"""
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from core.progress import progress_logger
+from spark_bsvm.engine.blocks import check_schema, check_training_data
+from spark_bsvm.engine.session import check_barrier_possible, executor_slots, tagged_jobs
+
+OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
+UNREACHABLE = "Unreachable"  # error_type of a task that could not connect to the coordinator
+MISSING = "Missing"  # error_type of a task whose executor cannot import spark-bsvm or what it needs
+
+
+def output_schema():
+    """``OUTPUT_SCHEMA`` in Arrow."""
+    import pyarrow as pa
+
+    return pa.schema([("served", pa.int64()), ("error_type", pa.string()), ("error", pa.string()),
+                      ("model", pa.binary()), ("warnings", pa.list_(pa.string()))])
+
+
+def output_batch(served=0, error_type=None, error=None, model=None, warnings=()):
+    """A task's output row (``OUTPUT_SCHEMA``) as an Arrow batch."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pylist([{"served": served, "error_type": error_type, "error": error, "model": model,
+                                        "warnings": list(warnings)}], schema=output_schema())
+
+
+@dataclass(frozen=True)
+class HostedFit:
+    """The core training function and its keyword arguments, run by the task that coordinates a fit on
+    the executors (they travel in the task's closure: a module-level function, arrays and numbers)."""
+
+    function: Callable
+    arguments: dict
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What every task of the stage needs: plain values only (it travels in the task's closure).
+
+    ``address``: the driver's coordinator, or None when partition 0's task coordinates (``fit`` set).
+    ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once at its
+    k-th round.
+    """
+
+    secret: str
+    n_features: int
+    classes: list
+    has_weight: bool
+    n_partitions: int
+    n_examples: int
+    address: Optional[tuple] = None
+    fit: Optional[HostedFit] = None
+    fault_injection: Optional[dict] = None
+
+
+class TrainingData:
+    """The checked training data of one fit, as the barrier stage reads it.
+
+    ``df`` must have a vector (or numeric array) column ``features_col``, a label column with exactly
+    two values and optionally a positive weight column.  ``check_data(n_features, classes)``: the
+    caller's checks of the data's shape; they run before the stage holds the slots.  ``description``
+    names the fit in the progress log and the Spark UI.
+    """
+
+    def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
+                 check_data=None, description="spark-bsvm fit"):
+        from pyspark.ml.linalg import Vector
+        from pyspark.sql import functions as F
+
+        self.description, self.progress = description, progress_logger()
+        self.progress.info("%s: checking the training data", description)
+        self.spark = df.sparkSession
+        check_schema(df, features_col, label_col, weight_col)
+        self.n_partitions = num_partitions or executor_slots(self.spark)
+        check_barrier_possible(self.spark, self.n_partitions)
+        columns = [F.col(features_col).alias("features"), F.col(label_col).alias("label")]
+        if weight_col:
+            columns.append(F.col(weight_col).cast("double").alias("weight"))
+        prepared = df.select(*columns)
+        self.has_weight = bool(weight_col)
+        self.classes, self.n_examples, input_partitions = check_training_data(prepared, features_col, label_col,
+                                                                              weight_col)
+        first = prepared.select("features").first()["features"]
+        if isinstance(first, Vector):
+            self.n_features = int(first.size)
+        else:  # an array column: the tasks read it as list<double>, dense rows
+            self.n_features = len(first)
+            prepared = prepared.withColumn("features", F.col("features").cast("array<double>"))
+        if check_data is not None:
+            check_data(self.n_features, self.classes)
+        if input_partitions != self.n_partitions:
+            prepared = prepared.repartition(self.n_partitions)  # deterministic on retry (sorted round robin)
+        self.frame = prepared
+
+    def task_spec(self, secret, **kwargs):
+        return TaskSpec(secret, self.n_features, self.classes, self.has_weight, self.n_partitions, self.n_examples,
+                        **kwargs)
+
+    def run_stage(self, task, tag):
+        """Run ``task`` on every partition in one barrier stage; the tasks' output rows."""
+        self.progress.info("%s: starting %d training tasks on %d rows x %d features (each converts its rows and "
+                           "compiles its kernels before the first round)", self.description, self.n_partitions,
+                           self.n_examples, self.n_features)
+        stage = self.frame.mapInArrow(task, OUTPUT_SCHEMA, barrier=True)
+        with tagged_jobs(self.spark, tag, f"{self.description} ({self.n_examples} rows, {self.n_partitions} tasks)"):
+            # the shuffle after the barrier stage makes it a map stage: Spark retries failed barrier map
+            # stages as a whole, but aborts the job when a barrier result stage fails
+            return stage.repartition(1).collect()
+
+
+def raise_task_errors(rows):
+    """Raise the error a task reported in its output row, if any: a ValueError for bad input, a
+    RuntimeError for anything else (a coordinator it could not reach, a failing solver)."""
+    for row in rows:
+        if row["error_type"] == "ValueError":
+            raise ValueError(row["error"])
+        if row["error_type"] in (UNREACHABLE, MISSING):
+            raise RuntimeError(row["error"])
+        if row["error_type"]:
+            raise RuntimeError(f"the fit failed in the task that coordinated it: {row['error_type']}: "
+                               f"{row['error']}")

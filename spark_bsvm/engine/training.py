@@ -1,0 +1,54 @@
+"""One fit on Spark: a core training function run against the rows of a DataFrame, coordinated by the
+driver (``SparkEngine``) or by one of the stage's own tasks (``spark_bsvm.engine.hosted``).
+
+Modes (the estimators' ``coordinatorMode``):
+    driver    the solver runs in this process; tasks connect to it.  A lost task is rebuilt from the
+              driver's model and the fit resumes.
+    executor  the solver runs in partition 0's task; the model comes back as the stage's output.  A
+              lost task restarts the fit.  The way under Spark Connect, whose client executors may not
+              reach.
+    auto      executor for Spark Connect sessions, driver for classic ones.
+Both give the same model.
+"""
+
+import logging
+import secrets
+
+from core.model import KernelExpansion
+from spark_bsvm.engine.coordinator import SparkEngine, fit_tag
+from spark_bsvm.engine.session import is_connect
+from spark_bsvm.engine.stage import HostedFit, TrainingData, raise_task_errors
+from spark_bsvm.engine.task import make_task
+
+log = logging.getLogger("spark_bsvm")
+
+MODES = ("auto", "driver", "executor")
+
+
+def resolve_mode(spark, mode):
+    """``mode`` with ``auto`` decided for ``spark``'s kind of session."""
+    if mode not in MODES:
+        raise ValueError(f"coordinatorMode must be one of {MODES}, got {mode!r}")
+    if mode == "auto":
+        return "executor" if is_connect(spark) else "driver"
+    return mode
+
+
+def train(df, function, arguments, *, features_col="features", label_col="label", weight_col=None,
+          num_partitions=None, mode="auto", check_data=None, description="spark-bsvm fit"):
+    """``function(engine, **arguments)`` (a ``core`` training function) on the rows of ``df``; its model.
+
+    The keyword arguments up to ``check_data`` are ``stage.TrainingData``'s; ``description`` names the fit
+    in the Spark UI."""
+    if resolve_mode(df.sparkSession, mode) == "driver":
+        with SparkEngine(df, features_col, label_col, weight_col, num_partitions, check_data,
+                         description=description) as engine:
+            return function(engine, **arguments)
+    data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description)
+    spec = data.task_spec(secrets.token_hex(32), fit=HostedFit(function, arguments))
+    rows = data.run_stage(make_task(spec), fit_tag())  # the solver's progress goes to the executor's log
+    raise_task_errors(rows)
+    (hosted,) = [row for row in rows if row["model"] is not None]
+    for message in hosted["warnings"]:
+        log.warning("%s", message)
+    return KernelExpansion.from_bytes(bytes(hosted["model"]))

@@ -1,0 +1,40 @@
+"""The barrier task as Spark ships it: on an executor without spark-bsvm it ends with one clear line."""
+
+import ast
+import os
+import subprocess
+import sys
+
+import pytest
+from pyspark import cloudpickle
+
+from spark_bsvm.engine.stage import MISSING, TaskSpec, raise_task_errors
+from spark_bsvm.engine.task import make_task
+
+# an executor's Python worker: unpickle the task Spark sent, run it on no rows, print its output row
+EXECUTOR = ("import pickle, sys; task = pickle.loads(sys.stdin.buffer.read()); "
+            "print(repr(next(task(iter([]))).to_pylist()))")
+
+
+def test_an_executor_without_the_package_reports_it_in_one_line(tmp_path):
+    # spark-bsvm is installed in editable mode here: a package of the same name that cannot be imported
+    # hides it from the "executor" below, as if it were not installed
+    stub = tmp_path / "no-spark-bsvm" / "spark_bsvm"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'spark_bsvm'\", "
+                                      "name='spark_bsvm')\n")
+    spec = TaskSpec("0" * 64, n_features=2, classes=[0.0, 1.0], has_weight=False, n_partitions=1, n_examples=2,
+                    address=("127.0.0.1", 9))
+    executor = subprocess.run([sys.executable, "-c", EXECUTOR], input=cloudpickle.dumps(make_task(spec)),
+                              cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(stub.parent)), capture_output=True,
+                              timeout=120)
+    assert executor.returncode == 0, executor.stderr.decode()
+    (row,) = ast.literal_eval(executor.stdout.decode())
+    assert row["error_type"] == MISSING
+    with pytest.raises(RuntimeError) as raised:
+        raise_task_errors([row])
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "cannot import what a spark-bsvm fit needs (No module named 'spark_bsvm'): ship spark-bsvm to the " \
+           "executors: --py-files with a zip of core/ and spark_bsvm/" in message
+

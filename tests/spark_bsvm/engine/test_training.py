@@ -1,0 +1,84 @@
+"""One fit in either coordinator mode: the same model, errors reported once, an unreachable coordinator
+named at once."""
+
+import socket
+
+import numpy as np
+import pytest
+
+from core.engine import LocalEngine
+from core.kernels import KernelSpec
+from core.spsvm import fit_spsvm
+from core.svc import fit_budget_svm, fit_csvc
+from core.synthetic import make_rings
+from spark_bsvm.engine import SparkEngine
+from spark_bsvm.engine.rounds import Coordinator
+from spark_bsvm.engine.training import resolve_mode, train
+from tests.conftest import to_df
+
+pytestmark = pytest.mark.spark
+KERNEL = KernelSpec("rbf", gamma=0.5)
+FITS = {
+    "csvc": (fit_csvc, dict(C=3.0, kernel=KERNEL, tol=1e-6, working_set_size=64)),
+    "spsvm": (fit_spsvm, dict(max_basis=10, lam=0.1, kernel=KERNEL, kappa=5, seed=3)),
+}
+
+
+@pytest.fixture(scope="module")
+def data(spark):
+    X, y = make_rings(400, 4, seed=23)
+    return X, y, to_df(spark, X, y)
+
+
+@pytest.mark.parametrize("method", sorted(FITS))
+def test_both_coordinator_modes_give_the_local_model(data, method, caplog):
+    X, y, df = data
+    function, arguments = FITS[method]
+    local = function(LocalEngine(X, y, n_partitions=2), **arguments)
+    caplog.clear()
+    for mode in ("driver", "executor"):
+        model = train(df, function, arguments, num_partitions=2, mode=mode)
+        np.testing.assert_array_equal(model.support_vectors, local.support_vectors)
+        np.testing.assert_allclose(model.coef, local.coef, rtol=0, atol=1e-9)
+        assert model.bias == pytest.approx(local.bias, abs=1e-9)
+        assert model.metadata.get("rounds") == local.metadata.get("rounds")
+    said = [r.getMessage() for r in caplog.records if r.name == "spark_bsvm.progress"]
+    assert said[:3] == ["spark-bsvm fit: checking the training data",
+                        "spark-bsvm fit: starting 2 training tasks on 400 rows x 4 features (each converts its rows "
+                        "and compiles its kernels before the first round)",
+                        "spark-bsvm fit: all 2 training tasks connected; training"]
+
+
+def test_auto_mode_is_the_driver_on_classic_sessions(spark):
+    assert resolve_mode(spark, "auto") == "driver" and resolve_mode(spark, "executor") == "executor"
+    with pytest.raises(ValueError, match=r"coordinatorMode must be one of \('auto', 'driver', 'executor'\)"):
+        resolve_mode(spark, "client")
+
+
+def test_bad_rows_in_executor_mode_are_the_tasks_own_message(spark):
+    from pyspark.ml.linalg import Vectors
+
+    rows = [(Vectors.dense([0.0, 1.0]), 0.0), (Vectors.dense([1.0, 2.0]), 1.0), (Vectors.dense([1.0, 2.0, 3.0]), 1.0)]
+    df = spark.createDataFrame(rows, ["features", "label"])
+    with pytest.raises(ValueError, match=r"^feature vectors must all have 2 entries") as raised:
+        train(df, fit_csvc, dict(C=1.0, kernel=KERNEL), num_partitions=1, mode="executor")
+    assert "Traceback" not in str(raised.value)
+
+
+def test_the_coordinating_tasks_warnings_reach_the_driver(data, caplog):
+    X, y, df = data
+    arguments = dict(budget=2, C=1.0, kernel=KERNEL, working_set_size=64)
+    model = train(df, fit_budget_svm, arguments, num_partitions=2, mode="executor")
+    assert model.n_support > 2 and "budget-L1 SVM kept" in caplog.text  # logged in the task, shown here
+
+
+def test_tasks_that_cannot_reach_the_coordinator_fail_the_fit_with_the_fix(data, monkeypatch):
+    _, _, df = data
+    with socket.create_server(("127.0.0.1", 0)) as closed:
+        port = closed.getsockname()[1]
+    # the tasks are told an address where nothing listens, as behind a firewall that refuses them
+    monkeypatch.setattr(Coordinator, "address", property(lambda self: ("127.0.0.1", port)))
+    with pytest.raises(RuntimeError, match=rf"cannot reach the spark-bsvm coordinator at 127.0.0.1:{port} .*"
+                                           r"set spark.driver.host .* coordinatorMode='executor'"):
+        with SparkEngine(df, num_partitions=2):
+            pass

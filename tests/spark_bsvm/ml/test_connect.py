@@ -1,0 +1,84 @@
+"""Every estimator and a Pipeline under Spark Connect (pyspark's local Connect server): fit gives the
+LocalEngine model, save, load and transform work.  These tests run after all others (tests/conftest.py)."""
+
+import numpy as np
+import pytest
+from pyspark.ml import Pipeline, PipelineModel
+from pyspark.ml.feature import VectorAssembler
+from pyspark.ml.functions import vector_to_array
+
+from core.engine import LocalEngine
+from core.synthetic import make_rings
+from spark_bsvm import CSVC, BSVMModel, BudgetSVM, ElasticBudgetSVM, L0SVM, SlantSparsifier, SpSVM
+from tests.conftest import contiguous_frame
+
+pytestmark = pytest.mark.spark
+
+ESTIMATORS = {
+    "csvc": lambda path: CSVC(C=1.0, gamma=0.5, workingSetSize=32),
+    "budget_l1": lambda path: BudgetSVM(budget=20, C=1.0, gamma=0.5, workingSetSize=32),
+    "spsvm": lambda path: SpSVM(maxBasis=8, regParam=0.1, gamma=0.5, kappa=5, seed=3),
+    "ebsvm": lambda path: ElasticBudgetSVM(budget=15, regParam=1e-3, gamma=0.5, batchSize=50, seed=7),
+    "l0svm": lambda path: L0SVM(gamma=0.5, initialSize=30, maxOuterIter=3, workingSetSize=32, seed=4),
+    "slant": lambda path: SlantSparsifier(referenceModelPath=path, maxSupport=8, candidatesPerClass=8),
+}
+
+
+@pytest.fixture(scope="module")
+def rings():
+    X, y = make_rings(160, 4, seed=31)
+    return X, np.where(y > 0, 1.0, 0.0)
+
+
+@pytest.fixture(scope="module")
+def frame(connect_spark, rings):
+    return contiguous_frame(connect_spark, *rings)
+
+
+@pytest.fixture(scope="module")
+def reference_path(frame, tmp_path_factory):
+    """A C-SVC saved under Connect: the slant sparsifier's reference."""
+    path = str(tmp_path_factory.mktemp("connect") / "reference")
+    ESTIMATORS["csvc"](None).setNumPartitions(2).fit(frame).write().save(path)
+    return path
+
+
+def _decisions(model, frame):
+    scored = model.transform(frame).select(vector_to_array("rawPrediction")[1].alias("f"), "prediction")
+    return [(row.f, row.prediction) for row in scored.collect()]
+
+
+@pytest.mark.parametrize("method", sorted(ESTIMATORS))
+def test_fit_save_load_transform_under_connect(connect_spark, rings, frame, reference_path, method, tmp_path):
+    X, labels = rings
+    estimator = ESTIMATORS[method](reference_path).setNumPartitions(2)
+    model = estimator.fit(frame)
+    local = estimator.core.function(LocalEngine(X, labels, n_partitions=2), **estimator.core_arguments(),
+                                    **estimator._driver_inputs())
+    np.testing.assert_array_equal(model.expansion.support_vectors, local.support_vectors)
+    np.testing.assert_allclose(model.expansion.coef, local.coef, rtol=0, atol=1e-9)
+    path = str(tmp_path / method)
+    model.write().save(path)
+    model.write().overwrite().save(path)  # overwriting goes through Connect's ML helper, not the JVM
+    loaded = BSVMModel.load(path)
+    assert type(loaded) is type(model) and loaded.uid == model.uid
+    decisions = _decisions(loaded, frame)
+    np.testing.assert_allclose([f for f, _ in decisions], local.decision_function(X), rtol=0, atol=1e-9)
+    assert [p for _, p in decisions] == [p for _, p in _decisions(model, frame)]
+
+
+def test_a_pipeline_fits_saves_loads_and_transforms_under_connect(connect_spark, rings, tmp_path):
+    X, labels = rings
+    columns = connect_spark.createDataFrame([(*map(float, x), float(label)) for x, label in zip(X, labels)],
+                                            ["a", "b", "c", "d", "label"])
+    pipeline = Pipeline(stages=[VectorAssembler(inputCols=["a", "b", "c", "d"], outputCol="features"),
+                                CSVC(C=1.0, gamma=0.5, numPartitions=2)])
+    fitted = pipeline.fit(columns)
+    path = str(tmp_path / "pipeline")
+    fitted.write().overwrite().save(path)
+    loaded = PipelineModel.load(path)
+    assert isinstance(loaded.stages[-1], BSVMModel)
+    expected = loaded.stages[-1].expansion.decision_function(X)
+    got = loaded.transform(columns).select(vector_to_array("rawPrediction")[1].alias("f")).collect()
+    np.testing.assert_allclose(sorted(row.f for row in got), sorted(expected), rtol=0, atol=1e-9)
+    assert loaded.stages[-1].numSupportVectors == fitted.stages[-1].numSupportVectors
