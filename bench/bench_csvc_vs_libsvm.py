@@ -10,12 +10,11 @@ both, measured in one run, and ours over LIBSVM's CPU seconds.
 """
 
 import argparse
-import time
 
 import numpy as np
 from sklearn.svm import SVC
 
-from bench.common import load_covtype_20k, load_libsvm, load_ripley, print_table
+from bench.common import load_covtype_20k, load_libsvm, load_ripley, print_table, timed
 from core.engine import LocalEngine
 from core.kernels import KernelSpec, kernel_block
 from core.svc import fit_csvc
@@ -36,12 +35,6 @@ DATASETS = {"ripley": (load_ripley, 10.0, 2.0), "ijcnn1": (_ijcnn1, 10.0, 1.0), 
             "covtype": (load_covtype_20k, 10.0, 16.0)}
 
 
-def _timed(fit):
-    wall, cpu = time.perf_counter(), time.process_time()
-    model = fit()
-    return model, time.perf_counter() - wall, time.process_time() - cpu
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", nargs="+", default=list(DATASETS), choices=list(DATASETS))
@@ -52,10 +45,10 @@ def main():
         load, C, gamma = DATASETS[name]
         X, y, Xt, yt = load()
         kernel = KernelSpec("rbf", gamma=gamma)
-        model, ours_time, ours_cpu = _timed(lambda: fit_csvc(LocalEngine(X, y, n_partitions=2), C=C, kernel=kernel,
+        model, ours_time, ours_cpu = timed(lambda: fit_csvc(LocalEngine(X, y, n_partitions=2), C=C, kernel=kernel,
                                                              tol=1e-3))
         dense = X.toarray() if hasattr(X, "toarray") else X
-        svc, ref_time, ref_cpu = _timed(lambda: SVC(C=C, gamma=gamma, tol=1e-3, cache_size=1000).fit(dense, y))
+        svc, ref_time, ref_cpu = timed(lambda: SVC(C=C, gamma=gamma, tol=1e-3, cache_size=1000).fit(dense, y))
         coef = svc.dual_coef_.ravel()
         K = kernel_block(svc.support_vectors_, svc.support_vectors_, kernel)
         ref_obj = 0.5 * coef @ K @ coef - np.abs(coef).sum()

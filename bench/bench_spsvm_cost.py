@@ -21,11 +21,10 @@ others 18.5-20.4%); Nystroem gamma = 4, LinearSVC C = 4 (19.23%; others 19.6-22.
 """
 
 import argparse
-import time
 
 import numpy as np
 
-from bench.common import load_covtype_20k, print_table
+from bench.common import load_covtype_20k, print_table, timed
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.spsvm import fit_spsvm
@@ -34,15 +33,9 @@ GAMMA, LAM, LINEAR_C = 4.0, 1 / 64, 4.0
 PARTITIONS = 2
 
 
-def _timed(fit):
-    wall, cpu = time.perf_counter(), time.process_time()
-    model = fit()
-    return model, time.perf_counter() - wall, time.process_time() - cpu
-
-
 def run_spsvm(X, y, basis):
     with LocalEngine(X, y, n_partitions=PARTITIONS) as engine:
-        return _timed(lambda: fit_spsvm(engine, max_basis=basis, lam=LAM, kernel=KernelSpec("rbf", gamma=GAMMA),
+        return timed(lambda: fit_spsvm(engine, max_basis=basis, lam=LAM, kernel=KernelSpec("rbf", gamma=GAMMA),
                                         tol=0.0))
 
 
@@ -53,7 +46,7 @@ def run_nystroem(X, y, basis):
 
     pipeline = make_pipeline(Nystroem(gamma=GAMMA, n_components=basis, random_state=0),
                              LinearSVC(C=LINEAR_C, max_iter=5000))
-    return _timed(lambda: pipeline.fit(X, y))
+    return timed(lambda: pipeline.fit(X, y))
 
 
 def band_seconds(path, bands):

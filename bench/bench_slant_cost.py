@@ -1,0 +1,57 @@
+"""The slant sparsifier's path against the C-SVC reference it sparsifies: is the path cheaper?
+
+On ijcnn1 (49,990 rows, C = 10, gamma = 1) and covtype-20k (the first 15,000 rows, C = 10,
+gamma = 16; the settings of ``bench.bench_csvc_vs_libsvm``), in one process: the C-SVC reference
+(``fit_csvc`` on ``LocalEngine``, 2 partitions, tol 1e-3), then ``fit_slant`` of that reference on
+the same engine, the basic variant with the paper's eta = epsilon = 1/2, up to 1,000 support
+vectors (or to its end).  Printed: wall and CPU seconds of both (``time.process_time``, all
+threads), the support sizes, the steps, the path's CPU over the reference's (the goal: <= 0.5),
+and the test error of both models.
+
+    python -m bench.bench_slant_cost [--data ijcnn1 covtype] [--support 1000]
+"""
+
+import argparse
+
+import numpy as np
+
+from bench.bench_csvc_vs_libsvm import DATASETS
+from bench.common import load_ripley, print_table, timed
+from core.engine import LocalEngine
+from core.kernels import KernelSpec
+from core.slant import fit_slant
+from core.svc import fit_csvc
+
+ETA = EPSILON = 0.5
+PARTITIONS = 2
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", nargs="+", default=["ijcnn1", "covtype"], choices=["ijcnn1", "covtype"])
+    parser.add_argument("--support", type=int, default=1000)
+    args = parser.parse_args()
+    X, y = load_ripley()[:2]
+    with LocalEngine(X, y) as engine:  # numba's code loaded before the timed fits
+        fit_slant(engine, fit_csvc(engine, C=1.0), max_support=5)
+    rows = []
+    for name in args.data:
+        load, C, gamma = DATASETS[name]
+        X, y, X_test, y_test = load()
+        with LocalEngine(X, y, n_partitions=PARTITIONS) as engine:
+            reference, ref_wall, ref_cpu = timed(lambda: fit_csvc(engine, C=C, kernel=KernelSpec("rbf", gamma=gamma),
+                                                                  tol=1e-3))
+            sparse, wall, cpu = timed(lambda: fit_slant(engine, reference, eta=ETA, epsilon=EPSILON,
+                                                        max_support=args.support))
+        errors = [100 * np.mean(model.predict(X_test) != y_test) for model in (reference, sparse)]
+        rows.append([name, reference.n_support, f"{ref_wall:.1f}", f"{ref_cpu:.1f}", f"{errors[0]:.2f}",
+                     sparse.n_support, len(sparse.metadata["steps"]), f"{wall:.1f}", f"{cpu:.1f}",
+                     f"{errors[1]:.2f}", f"{cpu / ref_cpu:.2f}"])
+    print_table(["data", "C-SVC SVs", "wall s", "cpu s", "test err %", "slant SVs", "steps", "wall s", "cpu s",
+                 "test err %", "slant cpu / C-SVC cpu"], rows)
+    print(f"\nslant: basic variant, eta = epsilon = {ETA}, up to {args.support} support vectors; "
+          "the goal is a ratio <= 0.5")
+
+
+if __name__ == "__main__":
+    main()
