@@ -4,8 +4,8 @@
 held-out rows in one Spark aggregation.  ``error_vs_support`` draws the
 test error against the support size: the model pruned to s = 1..n_s
 largest |coef| (``KernelExpansion.pruned``, Dekel & Singer section 5, works
-for any model) and, when the method recorded one, its training path:
-``metadata["path"]`` as a list of ``{"n_support": int, "error": float}``.
+for any model) and, when the method recorded one (SpSVM-2, the slant sparsifier), the models along its
+training path (``core.support_path``).
 """
 
 import json
@@ -16,6 +16,7 @@ from pyspark.ml.functions import vector_to_array
 from pyspark.sql import functions as F
 
 from core.atomic_file import atomic_write
+from core.support_path import path_mistakes, recorded_path
 from spark_bsvm.ml.model import BSVMModel
 
 
@@ -83,6 +84,17 @@ def pruning_curve(expansion, X, y, points=12):
     return [(int(s), float(np.mean(expansion.pruned(int(s)).predict(X) != y))) for s in sizes]
 
 
+def recorded_curve(expansion, X, y):
+    """[(s, test error)] of the models along the path the fit recorded (``core.support_path``); [] when it
+    recorded none."""
+    path = recorded_path(expansion)
+    if path is None or not len(y):
+        return []
+    signs = np.where(np.asarray(y) == expansion.classes[1], 1.0, -1.0)
+    errors = path_mistakes(expansion, path, X, signs) / len(signs)
+    return [(int(s), float(e)) for s, e in zip(path.sizes, errors)]
+
+
 def error_vs_support(expansion, X, y, path):
     """Plot test error against support size to ``path`` (PNG); returns the plotted points.
 
@@ -91,8 +103,7 @@ def error_vs_support(expansion, X, y, path):
     (the ``plot`` extra) is not installed.
     """
     curve = {"pruned": pruning_curve(expansion, X, y),
-             "recorded": [(int(p["n_support"]), float(p["error"])) for p in expansion.metadata.get("path", [])
-                          if "n_support" in p and "error" in p],
+             "recorded": recorded_curve(expansion, X, y),
              "plot": None, "note": None}
     try:
         import matplotlib

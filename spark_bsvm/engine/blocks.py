@@ -1,32 +1,64 @@
 """From a DataFrame to the numpy blocks the tasks hold: checks on the driver, Arrow to numpy in the task."""
 
 import numpy as np
+from pyspark.errors.exceptions.base import IllegalArgumentException
 
 from core.labels import two_classes
 
 
-def check_schema(df, features_col, label_col, weight_col=None):
-    """A ValueError naming a missing or mistyped column, from the schema alone (no Spark job)."""
+class ColumnError(IllegalArgumentException, ValueError):
+    """A missing or mistyped column.  An ``IllegalArgumentException``, as MLlib raises for one (MLflow's
+    autolog finds a model's input columns by that type and "does not exist"), and a ``ValueError``."""
+
+
+def check_features_column(df, features_col):
+    """A ``ColumnError`` unless ``df`` has the vector (or numeric array) column ``features_col``."""
     from pyspark.ml.linalg import VectorUDT
-    from pyspark.sql.types import ArrayType, BooleanType, NumericType, StringType
+    from pyspark.sql.types import ArrayType, NumericType
 
     fields = {field.name: field.dataType for field in df.schema.fields}
-    wanted = [("features", features_col), ("label", label_col)] + ([("weight", weight_col)] if weight_col else [])
-    for role, name in wanted:
-        if name not in fields:
-            raise ValueError(f"the {role} column {name!r} is not in the DataFrame (its columns: {sorted(fields)}); "
-                             f"set {role}Col to one of them")
+    _check_present(fields, "features", features_col)
     features = fields[features_col]
     if not (isinstance(features, VectorUDT)
             or isinstance(features, ArrayType) and isinstance(features.elementType, NumericType)):
-        raise ValueError(f"features column {features_col!r} has type {features.simpleString()}, not a vector or an "
-                         "array of numbers: assemble the feature columns with pyspark.ml.feature.VectorAssembler")
+        raise ColumnError(f"features column {features_col!r} has type {features.simpleString()}, not a vector or an "
+                          "array of numbers: assemble the feature columns with pyspark.ml.feature.VectorAssembler")
+
+
+def features_as_array(df, features_col):
+    """The checked features column ``features_col`` of ``df`` as an array<double> column (vectors or arrays of
+    numbers in, dense rows out: what Arrow hands a pandas UDF as one numpy array per row)."""
+    from pyspark.ml.functions import vector_to_array
+    from pyspark.ml.linalg import VectorUDT
+    from pyspark.sql import functions as F
+
+    check_features_column(df, features_col)
+    features = F.col(features_col)
+    if isinstance(df.schema[features_col].dataType, VectorUDT):
+        features = vector_to_array(features)
+    return features.cast("array<double>")
+
+
+def _check_present(fields, role, name):
+    if name not in fields:
+        raise ColumnError(f"the {role} column {name!r} does not exist in the DataFrame (its columns: "
+                          f"{sorted(fields)}); set {role}Col to one of them")
+
+
+def check_schema(df, features_col, label_col, weight_col=None):
+    """A ``ColumnError`` naming a missing or mistyped column, from the schema alone (no Spark job)."""
+    from pyspark.sql.types import BooleanType, NumericType, StringType
+
+    check_features_column(df, features_col)
+    fields = {field.name: field.dataType for field in df.schema.fields}
+    for role, name in [("label", label_col)] + ([("weight", weight_col)] if weight_col else []):
+        _check_present(fields, role, name)
     if not isinstance(fields[label_col], (NumericType, StringType, BooleanType)):
-        raise ValueError(f"label column {label_col!r} has type {fields[label_col].simpleString()}: labels must be "
-                         "numbers, strings or booleans with exactly two values")
+        raise ColumnError(f"label column {label_col!r} has type {fields[label_col].simpleString()}: labels must be "
+                          "numbers, strings or booleans with exactly two values")
     if weight_col and not isinstance(fields[weight_col], NumericType):
-        raise ValueError(f"weight column {weight_col!r} has type {fields[weight_col].simpleString()}, not a "
-                         "number")
+        raise ColumnError(f"weight column {weight_col!r} has type {fields[weight_col].simpleString()}, not a "
+                          "number")
 
 
 def check_training_data(prepared, features_col, label_col, weight_col=None):

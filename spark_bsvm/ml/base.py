@@ -6,11 +6,13 @@ function's keyword arguments.  Everything else is here, once:
 
     _fit:  check every param (no Spark job before that)
            -> read the saved models it needs (``_driver_inputs``)
+           -> drop the rows of weight 0 (they contribute nothing; MLlib's meaning)
            -> split off the calibration rows
            -> engine.training.train(...): the data's checks, then ``_check_data`` (saved models against the
               data), then the training stage, coordinated by the driver or by one of its tasks
               (``coordinatorMode``), which runs core function(engine, **table-mapped params, kernel, inputs)
-           -> the model, with the estimator's params and the trained kernel; Platt calibration
+           -> the model, with the estimator's uid and params and the trained kernel; Platt calibration;
+              its training summary (``model.summary``) on the DataFrame given to fit
 """
 
 import functools
@@ -18,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from pyspark import keyword_only
-from pyspark.ml import Estimator
+from pyspark.ml.classification import ProbabilisticClassifier
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
+from pyspark.sql import functions as F
 
 from spark_bsvm.engine.blocks import check_schema
 from spark_bsvm.engine.training import train
@@ -35,8 +38,9 @@ class CoreCall:
     arguments: dict = field(default_factory=dict)
 
 
-class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
-    """Base of every spark-bsvm estimator (all its state is in Params)."""
+class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultParamsWritable):
+    """Base of every spark-bsvm estimator (all its state is in Params): a pyspark.ml ``ProbabilisticClassifier``
+    (its models give probabilities when calibrated, ``calibrationFraction`` > 0)."""
 
     core: CoreCall  # set by each estimator class
     model_class: type  # the method's model class
@@ -55,6 +59,9 @@ class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
         check_params(self)
         if isinstance(self, _KernelParams):
             self.kernel_spec()  # kernel, gamma, degree, coef0 together
+        if self._class_thresholds() is not None and self.getCalibrationFraction() == 0:
+            raise ValueError("thresholds chooses the class by its probability, and the model gets probabilities "
+                             "only when calibrated: set calibrationFraction > 0, or use threshold (on f) instead")
 
     def _driver_inputs(self):
         """Keyword arguments of the core function read from files (saved models), on the driver, before the
@@ -84,6 +91,10 @@ class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
         # the columns first: reading a saved model below runs Spark jobs
         check_schema(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col())
         inputs = self._driver_inputs()
+        training = dataset
+        if self._weight_col():  # null weights stay: the data's checks name them
+            weight = F.col(self._weight_col())
+            dataset = dataset.filter(weight.isNull() | (weight != 0))
         holdout = None
         if self.getCalibrationFraction() > 0:
             fraction = self.getCalibrationFraction()
@@ -97,10 +108,12 @@ class _BSVMEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
         expansion.metadata["coreParams"] = expansion.metadata.get("params", {})
         expansion.metadata["params"] = self._spark_values()
         model = self.model_class(expansion)
+        model._resetUid(self.uid)  # as MLlib's models and xgboost.spark's
         self._copyValues(model)
         if isinstance(model, _KernelParams):
             trained = expansion.kernel
             model._set(kernel=trained.name, gamma=trained.gamma, degree=trained.degree, coef0=trained.coef0)
         if holdout is not None:
             model.calibrate(holdout)
+        model._set_training_summary(training)
         return model

@@ -42,8 +42,8 @@ class CSVC(_BSVMEstimator, _CSVCParams, _CSVCSetters):
     @keyword_only
     def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
                  coef0=0.0, C=1.0, tol=1e-3, maxIter=20000, workingSetSize=1024, predictionCol="prediction",
-                 rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, seed=0,
-                 calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto"):
+                 rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, thresholds=None,
+                 seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto"):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -69,7 +69,7 @@ class BudgetSVM(_BSVMEstimator, _BudgetSVMParams, _BudgetSVMSetters):
     def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
                  coef0=0.0, C=1.0, budget=100, norm="l1", prune=False, tol=1e-3, maxIter=20000,
                  workingSetSize=1024, predictionCol="prediction", rawPredictionCol="rawPrediction",
-                 probabilityCol="probability", threshold=0.0, seed=0, calibrationFraction=0.0,
+                 probabilityCol="probability", threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0,
                  numPartitions=None, coordinatorMode="auto"):
         super().__init__()
         self._set(**self._input_kwargs)
@@ -133,7 +133,7 @@ class SlantSparsifier(_BSVMEstimator, _SlantParams, _SlantSetters):
     def __init__(self, *, referenceModelPath=None, featuresCol="features", labelCol="label", eta=0.5, epsilon=0.5,
                  maxSupport=None, aggressive=False, maxIter=100000, candidatesPerClass=64,
                  predictionCol="prediction", rawPredictionCol="rawPrediction", probabilityCol="probability",
-                 threshold=0.0, seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto"):
+                 threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto"):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -178,7 +178,7 @@ class L0SVM(_BSVMEstimator, _L0SVMParams, _L0SVMSetters):
                  coef0=0.0, C=1.0, CAlpha=0.2, margin="kernel", eps=1e-4, maxOuterIter=100,
                  initialSet="random", initialSize=500, tol=1e-6, maxIter=20000, workingSetSize=1024,
                  predictionCol="prediction", rawPredictionCol="rawPrediction", probabilityCol="probability",
-                 threshold=0.0, seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto"):
+                 threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto"):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -209,7 +209,7 @@ class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams, _EBSVMSetters):
     def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
                  coef0=0.0, budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0,
                  averageFraction=0.1, predictionCol="prediction", rawPredictionCol="rawPrediction",
-                 probabilityCol="probability", threshold=0.0, seed=0, calibrationFraction=0.0,
+                 probabilityCol="probability", threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0,
                  numPartitions=None, coordinatorMode="auto"):
         super().__init__()
         self._set(**self._input_kwargs)
@@ -247,8 +247,8 @@ class SpSVM(_BSVMEstimator, _SpSVMParams, _SpSVMSetters):
     def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
                  coef0=0.0, maxBasis=100, regParam=1.0, kappa=10, basisSelection="method2",
                  retrain="schedule", tol=1e-6, maxIter=50, initialModelPath=None, predictionCol="prediction",
-                 rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, seed=0,
-                 calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto"):
+                 rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, thresholds=None,
+                 seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto"):
         super().__init__()
         self._set(**self._input_kwargs)
 

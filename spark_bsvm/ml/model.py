@@ -1,37 +1,115 @@
 """BSVMModel: the kernel-expansion model every spark-bsvm estimator returns (each method's model class adds
 that method's params), its writer and its reader."""
 
+import copy
 import importlib
+import numbers
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from pyspark.ml import Model
-from pyspark.ml.functions import array_to_vector, vector_to_array
+from pyspark.ml.classification import ProbabilisticClassificationModel
+from pyspark.ml.functions import array_to_vector
+from pyspark.ml.linalg import DenseVector, Vector
 from pyspark.ml.util import DefaultParamsReader, DefaultParamsWriter, MLReadable, MLReader, MLWritable, MLWriter
 from pyspark.sql import functions as F
 
 from core.model import KernelExpansion
-from core.platt import fit_platt
+from core.platt import fit_platt, platt_probability
+from spark_bsvm.engine.blocks import features_as_array
 from spark_bsvm.engine.session import is_connect
-from spark_bsvm.ml.params import _BSVMParams, _ColumnSetters
+from spark_bsvm.ml.params import _BSVMParams, _ThresholdSetter
+from spark_bsvm.ml.summary import BSVMSummary, BSVMTrainingSummary
 
 
-class BSVMModel(Model, _BSVMParams, _ColumnSetters, MLReadable, MLWritable):
-    """A trained kernel expansion f(x) = sum_j coef_j K(s_j, x) + b.
+@dataclass(frozen=True)
+class DecisionRule:
+    """From decision values f to P(label = classes[1]) and the predicted class, in numpy (the same code
+    scores one vector on the driver and Arrow batches on the executors).
 
-    ``transform`` adds ``rawPredictionCol`` = [-f(x), f(x)] and
-    ``predictionCol`` = the original label value of sign(f(x) - threshold),
-    and, when calibrated (Platt), ``probabilityCol`` = [1 - p, p]; all
-    computed in Arrow batches on the executors.  ``expansion`` is the
-    ``core.model.KernelExpansion`` (support vectors, coefficients, bias,
-    kernel, label values, training metadata).  Each estimator returns its own subclass
-    (``CSVCModel``, ``SpSVMModel``, ...) carrying that method's params; ``BSVMModel.load``
-    reads any of them.
+    ``platt``: (A, B) of Platt's sigmoid or None; ``thresholds``: MLlib's per-class thresholds (the class
+    with the largest probability / threshold wins; needs ``platt``) or None, when ``threshold`` on f decides.
+    """
+
+    threshold: float = 0.0
+    thresholds: tuple = None
+    platt: tuple = None
+
+    def probability(self, f):
+        """P(label = classes[1] | f), or NaN everywhere when the model is not calibrated."""
+        return platt_probability(f, *self.platt) if self.platt else np.full(np.shape(f), np.nan)
+
+    def positive(self, f):
+        """True where the prediction is classes[1]."""
+        if self.thresholds is None:
+            return np.asarray(f) > self.threshold
+        t_negative, t_positive = self.thresholds
+        p = self.probability(f)
+        return p * t_negative > (1.0 - p) * t_positive  # p / t+ > (1 - p) / t-, with a threshold of 0 allowed
+
+
+class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _ThresholdSetter, MLReadable, MLWritable):
+    """A trained kernel expansion f(x) = sum_j coef_j K(s_j, x) + b: a pyspark.ml binary classifier.
+
+    ``transform`` adds ``rawPredictionCol`` = [-f(x), f(x)] and ``predictionCol``, and, when calibrated
+    (Platt), ``probabilityCol`` = [1 - p, p] with p = P(label = classes[1]); all computed in Arrow batches
+    on the executors.  The prediction is classes[1] where f(x) > ``threshold`` (or, when ``thresholds``
+    is set on a calibrated model, MLlib's rule: the class with the largest probability / threshold).
+
+    Its values are the training labels': numeric labels (integers too) give a double column of the
+    original values (labels 0/1 give 0.0/1.0, labels -1/+1 give -1.0/1.0), as pyspark's evaluators and
+    ``OneVsRest`` expect; string labels give a string column of the original labels, boolean labels a
+    boolean column (pyspark's evaluators need numbers: index such labels with ``StringIndexer`` first).
+    ``predict``, ``predictRaw`` and ``predictProbability`` score one ``pyspark.ml.linalg`` Vector on the
+    driver with the same rule.  The features column may be a vector or an array of numbers.
+
+    ``expansion`` is the ``core.model.KernelExpansion`` (support vectors, coefficients, bias, kernel,
+    label values, training metadata); ``summary`` (after a fit) and ``evaluate(df)`` give accuracy,
+    areaUnderROC and the error against the support size, as ``LinearSVCModel``'s do.  Each estimator
+    returns its own subclass (``CSVCModel``, ``SpSVMModel``, ...) carrying that method's params, with the
+    estimator's uid; ``BSVMModel.load`` reads any of them.
     """
 
     def __init__(self, expansion=None):
         super().__init__()
         self.expansion = expansion
+        self._training_summary = None
+
+    # ---- pyspark.ml's ClassificationModel ---------------------------------------------------------
+
+    @property
+    def numClasses(self):
+        """2: every spark-bsvm model is binary (``OneVsRest`` makes multiclass ones)."""
+        return 2
+
+    @property
+    def numFeatures(self):
+        """The number of features the model was trained on."""
+        return self.expansion.n_features
+
+    def predict(self, value):
+        """The predicted label of one feature vector (a pyspark.ml Vector), in the prediction column's type."""
+        positive = self._rule().positive(self._decision(value))[0]
+        return self._prediction_values()[1 if positive else 0]
+
+    def predictRaw(self, value):
+        """[-f(x), f(x)] of one feature vector, as the rawPrediction column."""
+        f = self._decision(value)[0]
+        return DenseVector([-f, f])
+
+    def predictProbability(self, value):
+        """[1 - p, p], p = P(label = classes[1] | x), of one feature vector; needs a calibrated model."""
+        if not self.platt:
+            raise ValueError("the model is not calibrated: fit with calibrationFraction > 0 or call "
+                             "model.calibrate(held_out_df) for probabilities")
+        p = self._rule().probability(self._decision(value))[0]
+        return DenseVector([1.0 - p, p])
+
+    def setLabelCol(self, value):
+        """The label column ``calibrate`` and ``evaluate`` read."""
+        return self._set(labelCol=value)
+
+    # ---- what the model holds -------------------------------------------------------------------
 
     @property
     def numSupportVectors(self):
@@ -48,52 +126,106 @@ class BSVMModel(Model, _BSVMParams, _ColumnSetters, MLReadable, MLWritable):
         values = self.expansion.metadata.get("platt")
         return tuple(values) if values else None
 
-    def calibrate(self, dataset):
-        """Fit Platt's sigmoid on ``dataset`` (held out from training); enables ``probabilityCol``."""
-        scored = self.transform(dataset.select(self.getFeaturesCol(), self.getLabelCol()))
-        rows = scored.select(F.element_at(vector_to_array(self.getRawPredictionCol()), 2).alias("f"),
-                             self.getLabelCol()).collect()
-        if not rows:
-            raise ValueError("the calibration part is empty: raise calibrationFraction or use more data")
-        f = np.array([r["f"] for r in rows])
-        y = np.where(np.array([r[self.getLabelCol()] for r in rows]) == self.classes[1], 1.0, -1.0)
-        self.expansion.metadata["platt"] = list(fit_platt(f, y))
-        return self
-
     @property
     def trainingSummary(self):
         """Training metadata: method, parameters, rounds, objective, ..."""
         return dict(self.expansion.metadata)
 
-    def _transform(self, dataset):
+    def copy(self, extra=None):
+        """A copy with its own expansion (calibrating the copy leaves this model as it is), the same uid and
+        ``extra`` params on top of these."""
+        that = super().copy(extra)
+        that.expansion = copy.deepcopy(self.expansion)
+        return that
+
+    # ---- calibration and evaluation -------------------------------------------------------------
+
+    def calibrate(self, dataset):
+        """Fit Platt's sigmoid on ``dataset`` (held out from training); enables ``probabilityCol``."""
+        label = self.getLabelCol()
+        scored = dataset.select(self._scores(dataset, DecisionRule())["f"].alias("f"), label)
+        rows = scored.collect()
+        if not rows:
+            raise ValueError("the calibration part is empty: raise calibrationFraction or use more data")
+        f = np.array([r["f"] for r in rows])
+        y = np.where(np.array([r[label] for r in rows]) == self.classes[1], 1.0, -1.0)
+        self.expansion.metadata["platt"] = list(fit_platt(f, y))
+        return self
+
+    @property
+    def hasSummary(self):
+        """Whether ``summary`` exists: after ``fit``, not after ``load``."""
+        return self._training_summary is not None
+
+    @property
+    def summary(self):
+        """The ``BSVMTrainingSummary`` of the DataFrame given to ``fit`` (accuracy, areaUnderROC, objective
+        history, error against support size), as ``LinearSVCModel.summary``; a RuntimeError after ``load``."""
+        if self._training_summary is None:
+            raise RuntimeError(f"no training summary available for this {type(self).__name__}: it exists "
+                               "after fit, not after load; use model.evaluate(df)")
+        return self._training_summary
+
+    def evaluate(self, dataset):
+        """A ``BSVMSummary`` of the model on ``dataset`` (features and label columns)."""
+        return BSVMSummary(self, dataset)
+
+    def _set_training_summary(self, dataset):
+        self._training_summary = BSVMTrainingSummary(self, dataset)
+
+    # ---- scoring --------------------------------------------------------------------------------
+
+    def _rule(self):
+        thresholds = self._class_thresholds()
+        if thresholds is not None and not self.platt:
+            raise ValueError("thresholds needs probabilities, and the model is not calibrated: fit with "
+                             "calibrationFraction > 0, call model.calibrate(df), or clear thresholds and use "
+                             "threshold (on the decision value)")
+        return DecisionRule(self.getThreshold(), thresholds, self.platt)
+
+    def _decision(self, value):
+        """f(x) of one feature vector, as a length-1 array."""
+        if not isinstance(value, Vector):
+            raise TypeError(f"expected a pyspark.ml.linalg Vector, got {type(value).__name__}: "
+                            "use Vectors.dense(...) or Vectors.sparse(...)")
+        if value.size != self.numFeatures:
+            raise ValueError(f"the vector has {value.size} features, the model {self.numFeatures}")
+        return self.expansion.decision_function(value.toArray().reshape(1, -1))
+
+    def _prediction_values(self):
+        """The two values of the prediction column: doubles for numeric labels, the labels themselves else."""
+        numeric = all(isinstance(c, numbers.Real) and not isinstance(c, bool) for c in self.classes)
+        return [float(c) for c in self.classes] if numeric else self.classes
+
+    def _scores(self, dataset, rule):
+        """A struct column (f, p, positive) of ``rule`` applied to the decision values of ``dataset``'s rows."""
         expansion = self.expansion  # closures capture locals, never self
         n_features = expansion.n_features
 
-        @F.pandas_udf("double")
-        def decision(arrays: pd.Series) -> pd.Series:
+        @F.pandas_udf("f double, p double, positive boolean")
+        def scores(arrays: pd.Series) -> pd.DataFrame:
             X = np.stack(arrays.to_numpy()) if len(arrays) else np.zeros((0, n_features))
-            return pd.Series(expansion.decision_function(X))
+            f = expansion.decision_function(X)
+            return pd.DataFrame({"f": f, "p": rule.probability(f), "positive": rule.positive(f)})
 
-        f_col = "__bsvm_decision"
-        out = dataset.withColumn(f_col, decision(vector_to_array(F.col(self.getFeaturesCol()))))
+        return scores(features_as_array(dataset, self.getFeaturesCol()))
+
+    def _transform(self, dataset):
+        rule = self._rule()
+        score_col = "__bsvm_scores"
+        out = dataset.withColumn(score_col, self._scores(dataset, rule))
+        f, p = F.col(score_col)["f"], F.col(score_col)["p"]
         if self.platt and self.getProbabilityCol():
-            A, B = self.platt
-            p = 1.0 / (1.0 + F.exp(A * F.col(f_col) + B))  # Platt: P(label = classes[1] | f)
             out = out.withColumn(self.getProbabilityCol(), array_to_vector(F.array(1.0 - p, p)))
         if self.getRawPredictionCol():
-            out = out.withColumn(self.getRawPredictionCol(),
-                                 array_to_vector(F.array(-F.col(f_col), F.col(f_col))))
+            out = out.withColumn(self.getRawPredictionCol(), array_to_vector(F.array(-f, f)))
         if self.getPredictionCol():
-            negative, positive = (F.lit(v) for v in self.classes)
+            negative, positive = (F.lit(v) for v in self._prediction_values())
             out = out.withColumn(self.getPredictionCol(),
-                                 F.when(F.col(f_col) > self.getThreshold(), positive).otherwise(negative))
-        return out.drop(f_col)
+                                 F.when(F.col(score_col)["positive"], positive).otherwise(negative))
+        return out.drop(score_col)
 
-    def predict(self, features):
-        """The prediction for one feature vector (a pyspark.ml Vector or array)."""
-        values = features.toArray() if hasattr(features, "toArray") else np.asarray(features, np.float64)
-        f = self.expansion.decision_function(values.reshape(1, -1))[0]
-        return self.classes[1] if f > self.getThreshold() else self.classes[0]
+    # ---- persistence ----------------------------------------------------------------------------
 
     def write(self):
         return _BSVMModelWriter(self)

@@ -2,8 +2,9 @@
 
 Small mixins, one per param or family of params (each with its getter and the rule its values must
 follow), and one params class per method, holding only the params that method uses, shared by the
-method's Estimator and its Model.  Setters live beside them: ``_ColumnSetters`` for the Estimator and
-the Model, one ``_...Setters`` mixin per params class for the Estimator only.
+method's Estimator and its Model.  Setters live beside them: ``_ThresholdSetter`` for the Estimator and
+the Model (pyspark's classifier bases bring the column setters), one ``_...Setters`` mixin per params
+class for the Estimator only.
 
 Every param's rule is declared once, in ``RULES`` of the class that defines it, and checked by
 ``check_params`` before any Spark job starts.
@@ -11,9 +12,9 @@ Every param's rule is declared once, in ``RULES`` of the class that defines it, 
 
 import math
 
+from pyspark.ml.classification import _ProbabilisticClassifierParams
 from pyspark.ml.param import Param, Params, TypeConverters
-from pyspark.ml.param.shared import (HasFeaturesCol, HasLabelCol, HasPredictionCol, HasProbabilityCol,
-                                     HasRawPredictionCol, HasSeed, HasWeightCol)
+from pyspark.ml.param.shared import HasSeed, HasWeightCol
 
 from core.kernels import KernelSpec
 from core.l0svm import MARGINS
@@ -57,6 +58,13 @@ def finite(name, value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
 
 
+def class_thresholds(name, value):
+    """MLlib's rule for ``thresholds``: one non-negative number per class, at most one of them 0."""
+    if len(value) != 2 or not all(math.isfinite(t) and t >= 0 for t in value) or min(value) == max(value) == 0:
+        raise ValueError(f"{name} must be two finite numbers >= 0, not both 0 (one per class, negative class "
+                         f"first), got {list(value)!r}")
+
+
 def check_params(instance):
     """Apply the rule of every param of ``instance`` that has a value (``RULES`` along its classes)."""
     rules = {}
@@ -69,12 +77,14 @@ def check_params(instance):
 
 # ---- params every method has --------------------------------------------------------------------------
 
-class _BSVMParams(HasFeaturesCol, HasLabelCol, HasPredictionCol, HasRawPredictionCol, HasProbabilityCol, HasSeed):
-    """Columns, the decision threshold, calibration, partitions and the seed: every method's params."""
+class _BSVMParams(_ProbabilisticClassifierParams, HasSeed):
+    """Columns, the decision threshold, calibration, partitions and the seed: every method's params (with
+    pyspark's classifier params: featuresCol, labelCol, predictionCol, rawPredictionCol, probabilityCol and
+    thresholds)."""
 
     threshold = Param(Params._dummy(), "threshold", "decision threshold on the decision value f(x): "
                       "predictionCol is the positive class where f(x) > threshold (a finite number; 0 is the "
-                      "SVM's own rule)", TypeConverters.toFloat)
+                      "SVM's own rule); thresholds, when set, decides instead", TypeConverters.toFloat)
     calibrationFraction = Param(Params._dummy(), "calibrationFraction", "share of the training rows held out "
                                 "(randomly, by seed) to fit Platt's sigmoid for probabilityCol; 0 = no "
                                 "probabilities (in [0, 0.5))", TypeConverters.toFloat)
@@ -87,7 +97,8 @@ class _BSVMParams(HasFeaturesCol, HasLabelCol, HasPredictionCol, HasRawPredictio
                             TypeConverters.toString)
 
     RULES = {"threshold": finite, "calibrationFraction": in_range(0.0, 0.5, closed_high=False),
-             "numPartitions": at_least(1), "seed": at_least(0), "coordinatorMode": one_of(MODES)}
+             "numPartitions": at_least(1), "seed": at_least(0), "coordinatorMode": one_of(MODES),
+             "thresholds": class_thresholds}
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -107,30 +118,21 @@ class _BSVMParams(HasFeaturesCol, HasLabelCol, HasPredictionCol, HasRawPredictio
     def getCoordinatorMode(self):
         return self.getOrDefault(self.coordinatorMode)
 
+    def _class_thresholds(self):
+        """``thresholds`` as a tuple, or None when not set."""
+        value = self.getOrDefault(self.thresholds) if self.isDefined(self.thresholds) else None
+        return None if value is None else tuple(value)
 
-class _ColumnSetters:
-    """Setters of the column params and the threshold, on the Estimators and the Model."""
 
-    def setFeaturesCol(self, value):
-        return self._set(featuresCol=value)
-
-    def setLabelCol(self, value):
-        return self._set(labelCol=value)
-
-    def setPredictionCol(self, value):
-        return self._set(predictionCol=value)
-
-    def setRawPredictionCol(self, value):
-        return self._set(rawPredictionCol=value)
-
-    def setProbabilityCol(self, value):
-        return self._set(probabilityCol=value)
+class _ThresholdSetter:
+    """The threshold's setter, on the Estimators and the Model (pyspark's classifier bases set the columns
+    and thresholds)."""
 
     def setThreshold(self, value):
         return self._set(threshold=value)
 
 
-class _CommonSetters(_ColumnSetters):
+class _CommonSetters(_ThresholdSetter):
     """Setters of ``_BSVMParams``' training params, on the Estimators."""
 
     def setSeed(self, value):

@@ -35,6 +35,9 @@ def test_evaluate_reproduces_the_train_split_and_writes_report_and_plot(trained,
     assert sizes[-1] == report["support_size"] and sizes == sorted(sizes)
     # the unpruned end of the curve is the model itself, scored on the same test rows
     assert abs(curve["pruned"][-1][1] - report["test_error"]) < 1e-12
+    # SpSVM-2 records its path: the model at each basis size, the last one the model itself
+    assert [s for s, _ in curve["recorded"]][-1] == report["support_size"] and len(curve["recorded"]) > 5
+    assert abs(curve["recorded"][-1][1] - report["test_error"]) < 1e-12
     if _has_matplotlib():
         assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -95,7 +95,7 @@ def test_bad_feature_values_are_named(spark, rows, message):
         CSVC(numPartitions=1).fit(spark.createDataFrame(rows, ["features", "label"]))
 
 
-@pytest.mark.parametrize("weight", [0.0, -1.0, float("nan"), float("inf"), None])
+@pytest.mark.parametrize("weight", [-1.0, float("nan"), float("inf"), None])  # 0: see test_classifier
 def test_bad_instance_weights_are_named(spark, weight):
     from pyspark.ml.linalg import VectorUDT
     from pyspark.sql.types import DoubleType, StructField, StructType

@@ -9,7 +9,7 @@ from tests.conftest import rings_frame
 
 ESTIMATORS = [CSVC, BudgetSVM, SlantSparsifier, ElasticBudgetSVM, SpSVM, L0SVM]
 CHOICES = {"kernel": "linear", "norm": "l2", "margin": "identity", "initialSet": "all", "basisSelection": "method1",
-           "retrain": "always", "numPartitions": 3, "maxSupport": 40}
+           "retrain": "always", "numPartitions": 3, "maxSupport": 40, "thresholds": [0.4, 0.6]}
 
 
 def _sample(estimator, param):
@@ -59,6 +59,7 @@ def test_the_model_has_column_setters():
     model = SpSVMModel()
     assert model.setFeaturesCol("f").setPredictionCol("p").setRawPredictionCol("r").setProbabilityCol("q") is model
     assert model.setThreshold(0.5).getThreshold() == 0.5 and model.getFeaturesCol() == "f"
+    assert model.setThresholds([0.3, 0.7]).getThresholds() == [0.3, 0.7] and model.setLabelCol("y") is model
     assert isinstance(model, BSVMModel) and not hasattr(model, "setMaxBasis")
 
 
@@ -87,12 +88,14 @@ BAD = [
 
 
 SCHEMA = [
-    (CSVC(featuresCol="nope"), r"the features column 'nope' is not in the DataFrame \(its columns: \['features', "),
-    (CSVC(labelCol="y"), "the label column 'y' is not in the DataFrame"),
+    (CSVC(featuresCol="nope"),
+     r"the features column 'nope' does not exist in the DataFrame \(its columns: \['features', "),
+    (CSVC(labelCol="y"), "the label column 'y' does not exist in the DataFrame"),
     (CSVC(featuresCol="label"),
      "features column 'label' has type double, not a vector or an array of numbers: assemble"),
-    (CSVC(weightCol="w"), "the weight column 'w' is not in the DataFrame"),
-    (SlantSparsifier(referenceModelPath="/no/such/model", featuresCol="nope"), "the features column 'nope' is not"),
+    (CSVC(weightCol="w"), "the weight column 'w' does not exist in the DataFrame"),
+    (SlantSparsifier(referenceModelPath="/no/such/model", featuresCol="nope"),
+     "the features column 'nope' does not exist"),
 ]
 
 

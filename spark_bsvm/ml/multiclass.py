@@ -1,0 +1,44 @@
+"""Class probabilities for pyspark's ``OneVsRest`` over calibrated spark-bsvm models.
+
+``OneVsRestModel.transform`` gives a prediction and a rawPrediction of one decision value per class, but
+no probability column, so ``MulticlassClassificationEvaluator(metricName="logLoss")`` has nothing to read.
+When every binary model is calibrated (``calibrationFraction`` > 0), each gives P(class k | x) against
+the rest; normalised to sum 1 they are the class probabilities (Zadrozny & Elkan's one-vs-rest coupling
+by normalisation, as scikit-learn's ``OneVsRestClassifier.predict_proba``).
+"""
+
+import numpy as np
+import pandas as pd
+from pyspark.ml.functions import array_to_vector
+from pyspark.sql import functions as F
+
+from spark_bsvm.engine.blocks import features_as_array
+from spark_bsvm.ml.model import BSVMModel, DecisionRule
+
+
+def with_one_vs_rest_probability(ovr_model, dataset, probabilityCol="probability"):
+    """``dataset`` with ``probabilityCol``: a vector of P(class k | x), k = 0..numClasses-1, from the calibrated
+    binary models of the fitted ``OneVsRestModel`` ``ovr_model``, normalised to sum 1.
+
+    >>> ovr = OneVsRest(classifier=CSVC(calibrationFraction=0.2)).fit(train)          # doctest: +SKIP
+    >>> scored = with_one_vs_rest_probability(ovr, ovr.transform(test))               # doctest: +SKIP
+    >>> MulticlassClassificationEvaluator(metricName="logLoss").evaluate(scored)      # doctest: +SKIP
+    """
+    for k, model in enumerate(ovr_model.models):
+        if not (isinstance(model, BSVMModel) and model.platt):
+            what = "not calibrated" if isinstance(model, BSVMModel) else f"a {type(model).__name__}"
+            raise ValueError(f"the binary model of class {k} is {what}: fit OneVsRest over a spark-bsvm "
+                             "estimator with calibrationFraction > 0")
+    expansions = [model.expansion for model in ovr_model.models]  # closures capture locals, never self
+    rules = [DecisionRule(platt=model.platt) for model in ovr_model.models]
+    n_features = expansions[0].n_features
+
+    @F.pandas_udf("array<double>")
+    def probabilities(arrays: pd.Series) -> pd.Series:
+        X = np.stack(arrays.to_numpy()) if len(arrays) else np.zeros((0, n_features))
+        p = np.column_stack([rule.probability(e.decision_function(X)) for e, rule in zip(expansions, rules)])
+        p /= p.sum(axis=1, keepdims=True)
+        return pd.Series(list(p))
+
+    features = features_as_array(dataset, ovr_model.getFeaturesCol())
+    return dataset.withColumn(probabilityCol, array_to_vector(probabilities(features)))

@@ -1,0 +1,54 @@
+"""OneVsRest over the spark-bsvm estimators: accuracy and log loss with pyspark's multiclass evaluator."""
+
+import numpy as np
+import pytest
+from pyspark.ml.classification import OneVsRest
+from pyspark.ml.evaluation import MulticlassClassificationEvaluator
+
+from spark_bsvm import CSVC, SpSVM
+from spark_bsvm.ml import with_one_vs_rest_probability
+from tests.conftest import to_df
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def three_classes(spark):
+    """Three overlapping Gaussian blobs in the plane, 300 rows to train on and 150 to test on."""
+    rng = np.random.default_rng(9)
+    centres = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 1.8]])
+    labels = rng.integers(0, 3, 450)
+    X = centres[labels] + 0.6 * rng.standard_normal((450, 2))
+    return to_df(spark, X[:300], labels[:300]), X[300:], labels[300:], to_df(spark, X[300:], labels[300:])
+
+
+@pytest.fixture(scope="module")
+def calibrated_ovr(three_classes):
+    classifier = CSVC(C=1.0, gamma=0.5, numPartitions=2, calibrationFraction=0.25, seed=1)
+    return OneVsRest(classifier=classifier).fit(three_classes[0])
+
+
+def test_accuracy_and_log_loss_with_calibrated_binary_models(three_classes, calibrated_ovr):
+    _, X, labels, test = three_classes
+    scored = with_one_vs_rest_probability(calibrated_ovr, calibrated_ovr.transform(test))
+    accuracy = MulticlassClassificationEvaluator(metricName="accuracy").evaluate(scored)
+    log_loss = MulticlassClassificationEvaluator(metricName="logLoss").evaluate(scored)
+    rows = scored.select("label", "prediction", "probability").collect()
+    p = np.array([r.probability.toArray() for r in rows])
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    assert accuracy == pytest.approx(np.mean([r.prediction == r.label for r in rows])) and accuracy > 0.8
+    assert log_loss == pytest.approx(-np.mean(np.log(p[np.arange(len(rows)), labels])), rel=1e-9)
+    assert log_loss < 0.6 < np.log(3)  # far better than the uniform guess
+    # each class's share is its binary model's calibrated P(class k | x), normalised
+    from pyspark.ml.linalg import Vectors
+
+    one = [m.predictProbability(Vectors.dense(X[0]))[1] for m in calibrated_ovr.models]
+    np.testing.assert_allclose(p[0], np.array(one) / np.sum(one), atol=1e-12)
+
+
+def test_uncalibrated_binary_models_give_accuracy_but_no_probabilities(three_classes):
+    train, _, _, test = three_classes
+    ovr = OneVsRest(classifier=SpSVM(maxBasis=20, regParam=0.1, gamma=0.5, numPartitions=2)).fit(train)
+    assert MulticlassClassificationEvaluator(metricName="accuracy").evaluate(ovr.transform(test)) > 0.8
+    with pytest.raises(ValueError, match="the binary model of class 0 is not calibrated: fit OneVsRest over"):
+        with_one_vs_rest_probability(ovr, test)
