@@ -13,10 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.kernels import kernel_block
-from core.model import DECISION_BATCH
 from core.partition.spsvm import BIAS_TERM
 from core.rows import n_rows
 from core.slant import slant_path_coef
+
+PATH_BATCH = 4096  # rows of X per kernel block K(rows, support vectors) when scoring a path
 
 MAX_POINTS = 50  # support sizes on a path, at most (a geometric grid that ends at the model's size)
 SLANT_METHODS = ("slant_basic", "slant_aggressive")
@@ -65,8 +66,8 @@ def path_mistakes(model, path, X, y, weights=None, threshold=0.0):
     y = np.asarray(y, np.float64)
     weights = np.ones(y.shape) if weights is None else np.asarray(weights, np.float64)
     mistakes = np.zeros(path.sizes.size)
-    for lo in range(0, n_rows(X), DECISION_BATCH):
-        K = kernel_block(X[lo:lo + DECISION_BATCH], model.support_vectors, model.kernel)
-        wrong = (K @ path.coef.T + path.bias > threshold) != (y[lo:lo + DECISION_BATCH, None] > 0)
-        mistakes += weights[lo:lo + DECISION_BATCH] @ wrong
+    for lo in range(0, n_rows(X), PATH_BATCH):
+        K = kernel_block(X[lo:lo + PATH_BATCH], model.support_vectors, model.kernel)
+        wrong = (K @ path.coef.T + path.bias > threshold) != (y[lo:lo + PATH_BATCH, None] > 0)
+        mistakes += weights[lo:lo + PATH_BATCH] @ wrong
     return mistakes
