@@ -2,6 +2,7 @@
 named at once."""
 
 import socket
+import threading
 
 import numpy as np
 import pytest
@@ -63,6 +64,42 @@ def test_bad_rows_in_executor_mode_are_the_tasks_own_message(spark):
     with pytest.raises(ValueError, match=r"^feature vectors must all have 2 entries") as raised:
         train(df, fit_csvc, dict(C=1.0, kernel=KERNEL), num_partitions=1, mode="executor")
     assert "Traceback" not in str(raised.value)
+
+
+def test_two_fits_of_one_partition_share_two_slots_side_by_side(data):
+    """What CrossValidator(parallelism=2) does with numPartitions = slots // parallelism: both barrier
+    stages run at once on local[2] (each fit waits for the other to hold its task before it trains, so
+    a fit that waited for the other's slots would break the barrier), and give the sequential models."""
+    _, _, df = data
+    together = threading.Barrier(2, timeout=120)
+
+    def fit_when_both_run(name):
+        function, arguments = FITS[name]
+
+        def fit(engine, **kwargs):
+            together.wait()  # the engine is up: its task holds a slot
+            return function(engine, **kwargs)
+        return train(df, fit, arguments, num_partitions=1, mode="driver")
+
+    sequential = {name: train(df, *FITS[name], num_partitions=1, mode="driver") for name in FITS}
+    concurrent, errors = {}, []
+
+    def run(name):
+        try:
+            concurrent[name] = fit_when_both_run(name)
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in FITS]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors and not any(thread.is_alive() for thread in threads)
+    for name in FITS:
+        np.testing.assert_array_equal(concurrent[name].support_vectors, sequential[name].support_vectors)
+        np.testing.assert_array_equal(concurrent[name].coef, sequential[name].coef)
+        assert concurrent[name].bias == sequential[name].bias
 
 
 def test_the_coordinating_tasks_warnings_reach_the_driver(data, caplog):
