@@ -63,17 +63,21 @@ def check_schema(df, features_col, label_col, weight_col=None):
 
 def check_training_data(prepared, features_col, label_col, weight_col=None):
     """(the two label values, the row count, the partition count) of the training data, or a ValueError
-    naming the problem.  The partition count comes with the checks' one pass over the data (Spark Connect
-    has no cheaper way to it); it counts up to the last non-empty partition."""
+    naming the problem.  Weights must be finite and >= 0 (the estimators' rule), and the engine itself
+    takes positive weights only (as ``LocalEngine``): the estimators drop the rows of weight 0 first.  The
+    partition count comes with the checks' one pass over the data (Spark Connect has no cheaper way to
+    it); it counts up to the last non-empty partition."""
     from pyspark.sql import functions as F
 
-    bad_weight = F.lit(False)
+    bad_weight = zero_weight = F.lit(False)
     if weight_col:
         w = F.col("weight")
-        bad_weight = w.isNull() | F.isnan(w) | (w <= 0) | (w == float("inf"))
+        bad_weight = w.isNull() | F.isnan(w) | (w < 0) | (w == float("inf"))
+        zero_weight = w == 0
     groups = prepared.withColumn("partition", F.spark_partition_id()).groupBy("label").agg(
         F.count(F.lit(1)).alias("rows"), F.sum(F.col("features").isNull().cast("long")).alias("null_features"),
-        F.sum(bad_weight.cast("long")).alias("bad_weights"), F.max("partition").alias("last_partition"),
+        F.sum(bad_weight.cast("long")).alias("bad_weights"), F.sum(zero_weight.cast("long")).alias("zero_weights"),
+        F.max("partition").alias("last_partition"),
     ).collect()
     n_rows = sum(g["rows"] for g in groups)
     if n_rows == 0:
@@ -88,7 +92,11 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     bad_weights = sum(g["bad_weights"] for g in groups)
     if bad_weights:
         raise ValueError(f"weight column '{weight_col}' has {bad_weights} value(s) that are null, NaN, infinite "
-                         "or <= 0; instance weights must be positive finite numbers")
+                         "or negative; weights must be >= 0 and finite")
+    zero_weights = sum(g["zero_weights"] for g in groups)
+    if zero_weights:  # the estimators drop these rows before: only SparkEngine's own callers get here
+        raise ValueError(f"weight column '{weight_col}' has {zero_weights} weight(s) of 0: SparkEngine trains on "
+                         "positive weights only; drop those rows (they contribute nothing), as the estimators do")
     n_partitions = max(g["last_partition"] for g in groups) + 1
     return two_classes([g["label"] for g in groups]), int(n_rows), int(n_partitions)
 

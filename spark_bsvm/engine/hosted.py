@@ -12,6 +12,8 @@ starts over (the driver-side coordinator instead resumes from its model).
 
 import json
 import logging
+import os
+import signal
 
 from core.engine import Engine
 from core.partition import function_name
@@ -30,10 +32,15 @@ class TaskEngine(Engine):
         self.rounds = 0
         self.n_features, self.n_examples = spec.n_features, spec.n_examples
         self.classes, self.n_partitions = list(spec.classes), spec.n_partitions
+        self.fault_injection = spec.fault_injection
 
     def run(self, function, request, rebuild=None):
         # no rebuild here: a lost task ends the stage, and the retried stage starts the fit over
         self.rounds += 1
+        injection = self.fault_injection
+        if injection and self.rounds == injection["round"] and not os.path.exists(injection["marker"]):
+            open(injection["marker"], "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)  # the coordinating task's Python worker dies mid-fit
         self.coordinator.send_all(dict(request, function=function_name(function)))
         self.state, own = function(self.data, self.state, request)
         others = self.coordinator.gather()

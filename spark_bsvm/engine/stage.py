@@ -7,6 +7,9 @@ reach), and, from the task that coordinated a fit on the executors, the model an
 warnings.
 """
 
+import contextlib
+import io
+import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -35,6 +38,25 @@ def output_batch(served=0, error_type=None, error=None, model=None, warnings=())
                                         "warnings": list(warnings)}], schema=output_schema())
 
 
+MERGING_NODES = re.compile(r"\b(Coalesce \d+|Union|GlobalLimit|LocalLimit|CollectLimit)\b")
+
+
+def merges_partitions(df):
+    """Whether the last stage of ``df``'s physical plan (the nodes above its last shuffle) merges partitions
+    (a ``coalesce``, a ``union``, a limit): Spark refuses a barrier stage over such a chain
+    (``BarrierJobUnsupportedRDDChainException``) even when the partition count is the one wanted.  Read from
+    ``explain``'s text, the one view of the plan both classic and Spark Connect sessions give."""
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        df.explain()
+    for line in text.getvalue().splitlines():
+        if "Exchange" in line or "ShuffleQueryStage" in line:
+            return False
+        if MERGING_NODES.search(line):
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class HostedFit:
     """The core training function and its keyword arguments, run by the task that coordinates a fit on
@@ -50,7 +72,7 @@ class TaskSpec:
 
     ``address``: the driver's coordinator, or None when partition 0's task coordinates (``fit`` set).
     ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once at its
-    k-th round.
+    k-th round (when it coordinates the fit, by killing its Python worker, as a lost executor would).
     """
 
     secret: str
@@ -68,9 +90,9 @@ class TrainingData:
     """The checked training data of one fit, as the barrier stage reads it.
 
     ``df`` must have a vector (or numeric array) column ``features_col``, a label column with exactly
-    two values and optionally a positive weight column.  ``check_data(n_features, classes)``: the
-    caller's checks of the data's shape; they run before the stage holds the slots.  ``description``
-    names the fit in the progress log and the Spark UI.
+    two values and optionally a weight column of positive weights (the estimators drop the rows of weight
+    0 first).  ``check_data(n_features, classes)``: the caller's checks of the data's shape; they run
+    before the stage holds the slots.  ``description`` names the fit in the progress log and the Spark UI.
     """
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
@@ -99,7 +121,7 @@ class TrainingData:
             prepared = prepared.withColumn("features", F.col("features").cast("array<double>"))
         if check_data is not None:
             check_data(self.n_features, self.classes)
-        if input_partitions != self.n_partitions:
+        if input_partitions != self.n_partitions or merges_partitions(prepared):
             prepared = prepared.repartition(self.n_partitions)  # deterministic on retry (sorted round robin)
         self.frame = prepared
 

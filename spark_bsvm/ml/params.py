@@ -89,7 +89,9 @@ class _BSVMParams(_ProbabilisticClassifierParams, HasSeed):
                                 "(randomly, by seed) to fit Platt's sigmoid for probabilityCol; 0 = no "
                                 "probabilities (in [0, 0.5))", TypeConverters.toFloat)
     numPartitions = Param(Params._dummy(), "numPartitions", "partitions of the training data, at most the "
-                          "application's task slots (default: all slots)", TypeConverters.toInt)
+                          "application's task slots (default: all slots); a fit holds that many slots until it "
+                          "ends, so fits run side by side (CrossValidator or OneVsRest with parallelism > 1) "
+                          "only with numPartitions <= slots // parallelism", TypeConverters.toInt)
     coordinatorMode = Param(Params._dummy(), "coordinatorMode", "where the solver runs: 'driver' (tasks connect "
                             "to the driver; a lost task is rebuilt and the fit resumes), 'executor' (in one "
                             "training task, which the others connect to; a lost task restarts the fit; for "

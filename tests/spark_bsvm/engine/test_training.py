@@ -2,6 +2,7 @@
 named at once."""
 
 import socket
+import threading
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm.engine import SparkEngine
 from spark_bsvm.engine.rounds import Coordinator
+from spark_bsvm.engine.stage import merges_partitions
 from spark_bsvm.engine.training import resolve_mode, train
 from tests.conftest import to_df
 
@@ -65,6 +67,42 @@ def test_bad_rows_in_executor_mode_are_the_tasks_own_message(spark):
     assert "Traceback" not in str(raised.value)
 
 
+def test_two_fits_of_one_partition_share_two_slots_side_by_side(data):
+    """What CrossValidator(parallelism=2) does with numPartitions = slots // parallelism: both barrier
+    stages run at once on local[2] (each fit waits for the other to hold its task before it trains, so
+    a fit that waited for the other's slots would break the barrier), and give the sequential models."""
+    _, _, df = data
+    together = threading.Barrier(2, timeout=120)
+
+    def fit_when_both_run(name):
+        function, arguments = FITS[name]
+
+        def fit(engine, **kwargs):
+            together.wait()  # the engine is up: its task holds a slot
+            return function(engine, **kwargs)
+        return train(df, fit, arguments, num_partitions=1, mode="driver")
+
+    sequential = {name: train(df, *FITS[name], num_partitions=1, mode="driver") for name in FITS}
+    concurrent, errors = {}, []
+
+    def run(name):
+        try:
+            concurrent[name] = fit_when_both_run(name)
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in FITS]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors and not any(thread.is_alive() for thread in threads)
+    for name in FITS:
+        np.testing.assert_array_equal(concurrent[name].support_vectors, sequential[name].support_vectors)
+        np.testing.assert_array_equal(concurrent[name].coef, sequential[name].coef)
+        assert concurrent[name].bias == sequential[name].bias
+
+
 def test_the_coordinating_tasks_warnings_reach_the_driver(data, caplog):
     X, y, df = data
     arguments = dict(budget=2, C=1.0, kernel=KERNEL, working_set_size=64)
@@ -82,3 +120,41 @@ def test_tasks_that_cannot_reach_the_coordinator_fail_the_fit_with_the_fix(data,
                                            r"set spark.driver.host .* coordinatorMode='executor'"):
         with SparkEngine(df, num_partitions=2):
             pass
+
+
+def test_a_lost_coordinating_task_restarts_the_fit_to_the_same_model(data, tmp_path):
+    """The Python worker hosting the coordinator (executor mode) is killed at the fit's 5th round: Spark
+    retries the barrier stage (local[2,3] allows retries) and the fit starts over to the same model."""
+    _, _, df = data
+    function, arguments = FITS["spsvm"]
+    undisturbed = train(df, function, arguments, num_partitions=2, mode="executor")
+    marker = tmp_path / "coordinator-killed"
+    restarted = train(df, function, arguments, num_partitions=2, mode="executor",
+                      fault_injection={"round": 5, "marker": str(marker)})
+    assert marker.exists()  # the worker really died
+    np.testing.assert_array_equal(restarted.support_vectors, undisturbed.support_vectors)
+    np.testing.assert_array_equal(restarted.coef, undisturbed.coef)
+    assert restarted.bias == undisturbed.bias
+
+
+def test_a_frame_coalesced_to_the_partition_count_is_repartitioned_for_the_barrier_stage(spark, data):
+    """Spark refuses a barrier stage over a coalesce even at the wanted count; the fit repartitions it."""
+    X, y, df = data
+    coalesced = to_df(spark, X, y, n_partitions=4).coalesce(2)
+    assert merges_partitions(coalesced) and merges_partitions(df.union(df))
+    assert not merges_partitions(df) and not merges_partitions(coalesced.repartition(2))
+    function, arguments = FITS["csvc"]
+    model = train(coalesced, function, arguments, num_partitions=2, mode="driver")
+    reference = train(coalesced.repartition(2), function, arguments, num_partitions=2, mode="driver")
+    np.testing.assert_array_equal(model.support_vectors, reference.support_vectors)
+    np.testing.assert_allclose(model.coef, reference.coef, rtol=0, atol=1e-9)
+
+
+def test_the_engine_names_its_own_rule_for_zero_weights(spark, data):
+    X, y, _ = data
+    weights = np.ones(len(y))
+    weights[:3] = 0.0
+    df = to_df(spark, X, y, weights=weights)
+    with pytest.raises(ValueError, match=r"^weight column 'weight' has 3 weight\(s\) of 0: SparkEngine trains on "
+                                         r"positive weights only; drop those rows"):
+        train(df, *FITS["csvc"], weight_col="weight", num_partitions=2)

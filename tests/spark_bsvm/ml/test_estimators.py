@@ -103,7 +103,8 @@ def test_bad_instance_weights_are_named(spark, weight):
     schema = StructType([StructField("features", VectorUDT()), StructField("label", DoubleType()),
                          StructField("w", DoubleType())])
     df = spark.createDataFrame([(Vectors.dense([0.0]), 0.0, 1.0), (Vectors.dense([1.0]), 1.0, weight)], schema)
-    with pytest.raises(ValueError, match="weight column 'w' has 1 value\\(s\\) that are null, NaN, infinite or <= 0"):
+    with pytest.raises(ValueError, match=r"^weight column 'w' has 1 value\(s\) that are null, NaN, infinite or "
+                                         r"negative; weights must be >= 0 and finite$"):
         CSVC(numPartitions=1, weightCol="w").fit(df)
 
 
