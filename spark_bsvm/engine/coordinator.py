@@ -23,7 +23,7 @@ import threading
 from core.engine import Engine
 from core.partition import function_name
 from spark_bsvm.engine.rounds import Coordinator, LostTask
-from spark_bsvm.engine.session import cancel_jobs
+from spark_bsvm.engine.session import cancel_jobs, stage_tasks_ended
 from spark_bsvm.engine.stage import TrainingData, raise_task_errors
 from spark_bsvm.engine.task import make_task
 
@@ -41,7 +41,7 @@ class SparkEngine(Engine):
     The arguments up to ``check_data`` are ``stage.TrainingData``'s.  Use as a context manager (or call
     ``close``) so the stage and the coordinator end.  ``description`` names the fit in the Spark UI.
     ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once at its
-    k-th round.
+    k-th round; ``{"unreachable": pid, "port": port}`` sends partition pid's task to a closed port.
     """
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
@@ -81,6 +81,11 @@ class SparkEngine(Engine):
     def _check_stage(self):
         if self._job_error is not None:  # bad input never gets here: tasks report it as an error frame
             raise RuntimeError(f"the training stage failed: {self._job_error}") from self._job_error
+        if self._thread.is_alive() and stage_tasks_ended(self._spark, self._job_group):
+            # called while tasks are missing: one ended without connecting, so it could not reach this
+            # coordinator; the connected ones end on STOP, and the stage's rows name the problem
+            self._coordinator.stop()
+            self._thread.join(timeout=60.0)
         if not self._thread.is_alive():
             raise_task_errors(self._rows or [])  # a task that could not reach the coordinator, say
             raise RuntimeError("the training stage ended before the fit did")

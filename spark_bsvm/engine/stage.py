@@ -72,7 +72,8 @@ class TaskSpec:
 
     ``address``: the driver's coordinator, or None when partition 0's task coordinates (``fit`` set).
     ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once at its
-    k-th round (when it coordinates the fit, by killing its Python worker, as a lost executor would).
+    k-th round (when it coordinates the fit, by killing its Python worker, as a lost executor would);
+    ``{"unreachable": pid, "port": port}`` gives partition pid's task a port where nothing listens.
     """
 
     secret: str

@@ -4,10 +4,12 @@ The coordinator is on the driver (``TaskSpec.address``), or, in a fit coordinate
 (``TaskSpec.fit``), in partition 0's task, which posts its address to the others through
 ``BarrierTaskContext.allGather`` and runs the solver (``spark_bsvm.engine.hosted``).
 
-Every task tries to connect (for at most ``CONNECT_TIMEOUT`` seconds), then all of them share the
-outcome through one ``allGather``: when a task cannot reach the coordinator, every task ends at once
-with an output row that names the address, the executor and the fix, instead of the coordinator
-waiting for a task that never comes.
+Every task tries to connect (for at most ``CONNECT_TIMEOUT`` seconds).  A task that cannot reach the
+coordinator ends with an output row that names the address, the executor and the fix: a coordinator
+on the driver sees a task of its stage end before all connected, stops the others and raises that
+row's message; in a fit coordinated on the executors all tasks share the outcome through one
+``allGather`` and end at once.  (The driver's way saves the ``allGather``, ~1 s per fit on
+``local[2]``: ``bench/bench_engines.py``.)
 
 The task says hello before it builds its block, so that a problem with its rows reaches the
 coordinator as a message, not as a failed task: a ``ValueError`` (bad input: an empty partition,
@@ -38,8 +40,9 @@ def _advice(spec):
 
 
 def reach_coordinator(context, address, spec):
-    """(a socket connected to the coordinator at ``address``, None) or, when any task of the stage could
-    not connect, (None, the first such task's problem with the fix), once every task has tried."""
+    """(a socket connected to the coordinator at ``address``, None) or (None, the problem with the fix) when
+    this task could not connect; in a fit coordinated on the executors, when any task of the stage could
+    not, once every task has tried."""
     sock, problem = None, ""
     try:
         sock = socket.create_connection(address, timeout=CONNECT_TIMEOUT)
@@ -51,6 +54,8 @@ def reach_coordinator(context, address, spec):
         executor = context.getTaskInfos()[context.partitionId()].address
         problem = (f"the training task on executor {executor} cannot reach the spark-bsvm coordinator at "
                    f"{address[0]}:{address[1]} ({exc}); {_advice(spec)}")
+    if spec.fit is None:  # the coordinator on the driver watches for a task that ends before connecting
+        return (sock, None) if sock is not None else (None, problem)
     problems = [p for p in context.allGather(problem) if p]
     if problems and sock is not None:
         sock.close()
@@ -76,6 +81,9 @@ def _serve(context, batches, spec):
     address = spec.address
     if address is None:  # partition 0's task coordinates: it posts its address first
         address = tuple(json.loads(context.allGather("")[0]))
+    injection = spec.fault_injection or {}
+    if injection.get("unreachable") == pid:  # test hook: this task is told a port where nothing listens
+        address = (address[0], injection["port"])
     sock, problem = reach_coordinator(context, address, spec)
     if problem:
         return {"error_type": UNREACHABLE, "error": problem}
@@ -94,8 +102,7 @@ def _serve(context, batches, spec):
             if name == wire.STOP:
                 break
             served += 1
-            injection = spec.fault_injection
-            if injection and pid == 0 and served == injection["round"] and not os.path.exists(injection["marker"]):
+            if pid == 0 and served == injection.get("round") and not os.path.exists(injection["marker"]):
                 open(injection["marker"], "w").close()
                 raise RuntimeError("fault injected by a test")
             try:

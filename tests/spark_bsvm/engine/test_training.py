@@ -122,6 +122,18 @@ def test_tasks_that_cannot_reach_the_coordinator_fail_the_fit_with_the_fix(data,
             pass
 
 
+def test_one_task_that_cannot_reach_the_coordinator_ends_the_fit_with_its_message(data):
+    """Partition 1 is told a closed port while partition 0 connects: the coordinator sees a task of its
+    stage end, stops the connected one and raises the lost task's message (the coordinator's 600 s wait
+    would end in a TimeoutError instead)."""
+    _, _, df = data
+    with socket.create_server(("127.0.0.1", 0)) as closed:
+        port = closed.getsockname()[1]
+    with pytest.raises(RuntimeError, match=rf"cannot reach the spark-bsvm coordinator at [^ ]+:{port} "):
+        with SparkEngine(df, num_partitions=2, fault_injection={"unreachable": 1, "port": port}):
+            pass
+
+
 def test_a_lost_coordinating_task_restarts_the_fit_to_the_same_model(data, tmp_path):
     """The Python worker hosting the coordinator (executor mode) is killed at the fit's 5th round: Spark
     retries the barrier stage (local[2,3] allows retries) and the fit starts over to the same model."""
