@@ -66,14 +66,15 @@ def cancel_jobs(spark, tag):
         spark.sparkContext.cancelJobGroup(tag)
 
 
-def stage_tasks_ended(spark, tag):
-    """Whether a task of a job labelled ``tag`` has ended (a classic session's status tracker; the
+def stage_partly_ended(spark, tag):
+    """Whether a stage of a job labelled ``tag`` has both ended and running tasks: in a barrier stage,
+    whose tasks all start together, a task that ended early (a classic session's status tracker; the
     driver-side coordinator, the one caller, runs on classic sessions only)."""
     tracker = spark.sparkContext.statusTracker()
     for job in tracker.getJobIdsForGroup(tag):
         info = tracker.getJobInfo(job)
         for stage in info.stageIds if info else ():
             stage_info = tracker.getStageInfo(stage)
-            if stage_info and stage_info.numCompletedTasks > 0:
+            if stage_info and stage_info.numCompletedTasks > 0 and stage_info.numActiveTasks > 0:
                 return True
     return False
