@@ -81,10 +81,10 @@ class SparkEngine(Engine):
     def _check_stage(self):
         if self._job_error is not None:  # bad input never gets here: tasks report it as an error frame
             raise RuntimeError(f"the training stage failed: {self._job_error}") from self._job_error
-        if self._coordinator.conns and self._thread.is_alive() and stage_partly_ended(self._spark, self._job_group):
-            # called while tasks are missing, some connected (the barrier stage runs): one ended without
-            # connecting, so it could not reach this coordinator; the connected ones end on STOP, and the
-            # stage's rows name the problem
+        waiting = 0 < len(self._coordinator.conns) < self.n_partitions  # the barrier stage runs, tasks missing
+        if waiting and self._thread.is_alive() and stage_partly_ended(self._spark, self._job_group):
+            # a task ended without connecting, so it could not reach this coordinator; the connected
+            # ones end on STOP, and the stage's rows name the problem
             self._coordinator.stop()
             self._thread.join(timeout=60.0)
         if not self._thread.is_alive():

@@ -7,15 +7,13 @@ reach), and, from the task that coordinated a fit on the executors, the model an
 warnings.
 """
 
-import contextlib
-import io
 import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from core.progress import progress_logger
 from spark_bsvm.engine.blocks import check_schema, check_training_data
-from spark_bsvm.engine.session import check_barrier_possible, executor_slots, tagged_jobs
+from spark_bsvm.engine.session import check_barrier_possible, executor_slots, is_connect, tagged_jobs
 
 OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
 UNREACHABLE = "Unreachable"  # error_type of a task that could not connect to the coordinator
@@ -45,11 +43,13 @@ def merges_partitions(df):
     """Whether the last stage of ``df``'s physical plan (the nodes above its last shuffle) merges partitions
     (a ``coalesce``, a ``union``, a limit): Spark refuses a barrier stage over such a chain
     (``BarrierJobUnsupportedRDDChainException``) even when the partition count is the one wanted.  Read from
-    ``explain``'s text, the one view of the plan both classic and Spark Connect sessions give."""
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text):
-        df.explain()
-    for line in text.getvalue().splitlines():
+    the text ``explain`` prints, the one view of the plan both classic and Spark Connect sessions give,
+    asked for as a string (capturing stdout would catch other threads' output under parallel fits)."""
+    if is_connect(df.sparkSession):
+        text = df._explain_string()
+    else:
+        text = df.sparkSession._jvm.PythonSQLUtils.explainString(df._jdf.queryExecution(), "simple")
+    for line in text.splitlines():
         if "Exchange" in line or "ShuffleQueryStage" in line:
             return False
         if MERGING_NODES.search(line):
