@@ -39,6 +39,51 @@ def features_as_array(df, features_col):
     return features.cast("array<double>")
 
 
+def rows_column(df, features_col, n_features, compute, return_type):
+    """A column of ``compute(X)`` on the feature rows of each Arrow batch of ``df``: X dense or CSR (as
+    ``rows_from_arrow`` gives them) with ``n_features`` columns (rows of another size fail in the task).
+
+    ``compute`` returns a dict of equal-length 1-D arrays for a struct ``return_type`` or a 2-D array for
+    ``"array<double>"``.  With pyspark's Arrow UDFs (4.1 and later) the features column reaches numpy as
+    one block per batch, vector structs included, without a Python object per row (the pandas UDF of
+    older versions builds one numpy array per row: 1,000,000 rows of 54 features took ~1.3 s of the
+    task's time that way).
+    """
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    check_features_column(df, features_col)
+    if not hasattr(F, "arrow_udf"):  # pyspark < 4.1
+        return _rows_column_pandas(df, features_col, n_features, compute, return_type)
+
+    @F.arrow_udf(return_type)
+    def batch(column: pa.Array) -> pa.Array:
+        out = compute(rows_from_arrow(column, n_features))
+        if isinstance(out, dict):
+            return pa.StructArray.from_arrays([pa.array(v) for v in out.values()], names=list(out))
+        offsets = np.arange(out.shape[0] + 1, dtype=np.int32) * out.shape[1]
+        return pa.ListArray.from_arrays(offsets, pa.array(out.ravel()))
+
+    return batch(F.col(features_col))
+
+
+def _rows_column_pandas(df, features_col, n_features, compute, return_type):
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    def rows(arrays):
+        return np.stack(arrays.to_numpy()) if len(arrays) else np.zeros((0, n_features))
+
+    if return_type.startswith("array"):
+        def batch(arrays: pd.Series) -> pd.Series:
+            return pd.Series(list(compute(rows(arrays))))
+    else:
+        def batch(arrays: pd.Series) -> pd.DataFrame:
+            return pd.DataFrame(compute(rows(arrays)))
+
+    return F.pandas_udf(batch, return_type)(features_as_array(df, features_col))
+
+
 def _check_present(fields, role, name):
     if name not in fields:
         raise ColumnError(f"the {role} column {name!r} does not exist in the DataFrame (its columns: "

@@ -7,7 +7,6 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from pyspark.ml.classification import ProbabilisticClassificationModel
 from pyspark.ml.functions import array_to_vector
 from pyspark.ml.linalg import DenseVector, Vector
@@ -16,7 +15,7 @@ from pyspark.sql import functions as F
 
 from core.model import KernelExpansion
 from core.platt import fit_platt, platt_probability
-from spark_bsvm.engine.blocks import features_as_array
+from spark_bsvm.engine.blocks import rows_column
 from spark_bsvm.engine.session import is_connect
 from spark_bsvm.ml.params import _BSVMParams, _ThresholdSetter
 from spark_bsvm.ml.summary import BSVMSummary, BSVMTrainingSummary
@@ -200,15 +199,13 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _ThresholdSetter,
     def _scores(self, dataset, rule):
         """A struct column (f, p, positive) of ``rule`` applied to the decision values of ``dataset``'s rows."""
         expansion = self.expansion  # closures capture locals, never self
-        n_features = expansion.n_features
 
-        @F.pandas_udf("f double, p double, positive boolean")
-        def scores(arrays: pd.Series) -> pd.DataFrame:
-            X = np.stack(arrays.to_numpy()) if len(arrays) else np.zeros((0, n_features))
+        def scores(X):
             f = expansion.decision_function(X)
-            return pd.DataFrame({"f": f, "p": rule.probability(f), "positive": rule.positive(f)})
+            return {"f": f, "p": rule.probability(f), "positive": rule.positive(f)}
 
-        return scores(features_as_array(dataset, self.getFeaturesCol()))
+        return rows_column(dataset, self.getFeaturesCol(), expansion.n_features, scores,
+                           "f double, p double, positive boolean")
 
     def _transform(self, dataset):
         rule = self._rule()

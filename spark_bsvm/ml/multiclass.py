@@ -8,11 +8,9 @@ by normalisation, as scikit-learn's ``OneVsRestClassifier.predict_proba``).
 """
 
 import numpy as np
-import pandas as pd
 from pyspark.ml.functions import array_to_vector
-from pyspark.sql import functions as F
 
-from spark_bsvm.engine.blocks import features_as_array
+from spark_bsvm.engine.blocks import rows_column
 from spark_bsvm.ml.model import BSVMModel, DecisionRule
 
 
@@ -31,14 +29,11 @@ def with_one_vs_rest_probability(ovr_model, dataset, probabilityCol="probability
                              "estimator with calibrationFraction > 0")
     expansions = [model.expansion for model in ovr_model.models]  # closures capture locals, never self
     rules = [DecisionRule(platt=model.platt) for model in ovr_model.models]
-    n_features = expansions[0].n_features
 
-    @F.pandas_udf("array<double>")
-    def probabilities(arrays: pd.Series) -> pd.Series:
-        X = np.stack(arrays.to_numpy()) if len(arrays) else np.zeros((0, n_features))
+    def probabilities(X):
         p = np.column_stack([rule.probability(e.decision_function(X)) for e, rule in zip(expansions, rules)])
-        p /= p.sum(axis=1, keepdims=True)
-        return pd.Series(list(p))
+        return p / p.sum(axis=1, keepdims=True)
 
-    features = features_as_array(dataset, ovr_model.getFeaturesCol())
-    return dataset.withColumn(probabilityCol, array_to_vector(probabilities(features)))
+    features = rows_column(dataset, ovr_model.getFeaturesCol(), expansions[0].n_features, probabilities,
+                           "array<double>")
+    return dataset.withColumn(probabilityCol, array_to_vector(features))

@@ -174,6 +174,24 @@ def test_a_missing_features_column_is_mllibs_illegal_argument(train, calibrated)
     assert calibrated.transform(df.drop("label")).count() == df.count()  # the label is not an input
 
 
+@pytest.mark.parametrize("udf", ["arrow", "pandas"])
+def test_transform_scores_dense_and_sparse_vectors_alike_and_names_a_wrong_size(spark, train, calibrated, udf,
+                                                                                 monkeypatch):
+    from pyspark.sql import functions as F
+
+    if udf == "pandas":  # pyspark before 4.1 has no Arrow UDFs
+        monkeypatch.delattr(F, "arrow_udf")
+    X, labels, _ = train
+    mixed = spark.createDataFrame([(Vectors.sparse(4, {j: v for j, v in enumerate(x) if j % 2}) if i % 3 else
+                                    Vectors.dense(x * [0, 1, 0, 1]), float(y))
+                                   for i, (x, y) in enumerate(zip(X, labels))], ["features", "label"])
+    raw = np.array([r.rawPrediction[1] for r in calibrated.transform(mixed).collect()])
+    np.testing.assert_allclose(raw, calibrated.expansion.decision_function(X * [0, 1, 0, 1]), rtol=1e-12, atol=1e-12)
+    short = spark.createDataFrame([(Vectors.dense([1.0, 2.0, 3.0]), 1.0)], ["features", "label"])
+    with pytest.raises(Exception, match="feature vectors must all have 4 entries" if udf == "arrow" else "shape"):
+        calibrated.transform(short).collect()
+
+
 @pytest.mark.parametrize("element", ["double", "float"])
 def test_array_features_fit_and_transform_as_vectors(spark, train, element):
     from pyspark.ml.functions import vector_to_array

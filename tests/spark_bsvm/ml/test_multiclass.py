@@ -28,7 +28,12 @@ def calibrated_ovr(three_classes):
     return OneVsRest(classifier=classifier).fit(three_classes[0])
 
 
-def test_accuracy_and_log_loss_with_calibrated_binary_models(three_classes, calibrated_ovr):
+@pytest.mark.parametrize("udf", ["arrow", "pandas"])
+def test_accuracy_and_log_loss_with_calibrated_binary_models(three_classes, calibrated_ovr, udf, monkeypatch):
+    from pyspark.sql import functions as F
+
+    if udf == "pandas":  # pyspark before 4.1 has no Arrow UDFs
+        monkeypatch.delattr(F, "arrow_udf")
     _, X, labels, test = three_classes
     scored = with_one_vs_rest_probability(calibrated_ovr, calibrated_ovr.transform(test))
     accuracy = MulticlassClassificationEvaluator(metricName="accuracy").evaluate(scored)
