@@ -6,7 +6,9 @@ Three kernels, with LIBSVM's parameterisation:
     linear  K(x, z) = x . z
     poly    K(x, z) = (gamma x . z + coef0)^degree
 
-``kernel_block`` splits K into tiles and runs the tiles on numba's threads.
+``kernel_block`` splits K into tiles and runs the tiles on numba's threads,
+each thread taking the next free tile (``core.threads.fetch_add``) so that a
+thread the scheduler puts aside delays only its current tile.
 Each tile takes its dot products x . z from one small GEMM (BLAS for dense X,
 a loop over the stored entries for CSR X) and turns them into kernel values
 while they are still in cache.  rbf uses the exp below, which, unlike a call
@@ -26,6 +28,7 @@ import scipy.sparse as sp
 
 from core.config import NJIT, NJIT_FMA, NJIT_PARALLEL, NJIT_SUMS
 from core.rows import as_rows, is_sparse, squared_norms, to_dense
+from core.threads import fetch_add
 from core.validation import check_positive
 
 RBF, LINEAR, POLY = 0, 1, 2
@@ -120,12 +123,14 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None):
     rows, cols = _tile_shape(m, depth)
     if symmetric:  # square tiles of as many multiply-adds, so that a tile's mirror is a tile
         rows = cols = max(1, min(_TILE_ROWS, m, math.isqrt(_TILE_MACS // depth)))
+    pooled = _worth_a_pool(n, m, depth, rows, cols)
+    workers = numba.get_num_threads() if pooled else 1
     if is_sparse(X):
-        fill = _csr_tiles if _worth_a_pool(n, m, depth, rows, cols) else _csr_tiles_serial
-        fill(X.data, X.indices, X.indptr, Zt, *args, rows, cols, symmetric, K)
+        fill = _csr_tiles if pooled else _csr_tiles_serial
+        fill(X.data, X.indices, X.indptr, Zt, *args, rows, cols, symmetric, workers, K)
     else:
-        fill = _dense_tiles if _worth_a_pool(n, m, depth, rows, cols) else _dense_tiles_serial
-        fill(X, Z, Zt, *args, rows, cols, symmetric, K)
+        fill = _dense_tiles if pooled else _dense_tiles_serial
+        fill(X, Z, Zt, *args, rows, cols, symmetric, workers, K)
     return K
 
 
@@ -147,12 +152,13 @@ def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None):
     depth = _depth(X)
     rows, cols = _tile_shape(m, depth)
     pooled = n > rows and _worth_a_pool(n, m, depth, rows, cols)  # the threads share out row tiles
+    workers = numba.get_num_threads() if pooled else 1
     if is_sparse(X):
         apply = _csr_tiles_times if pooled else _csr_tiles_times_serial
-        apply(X.data, X.indices, X.indptr, np.ascontiguousarray(Z.T), *args, rows, cols, coef, out)
+        apply(X.data, X.indices, X.indptr, np.ascontiguousarray(Z.T), *args, rows, cols, coef, workers, out)
     else:
         apply = _dense_tiles_times if pooled else _dense_tiles_times_serial
-        apply(X, Z, *args, rows, cols, coef, out)
+        apply(X, Z, *args, rows, cols, coef, workers, out)
     return out
 
 
@@ -251,39 +257,50 @@ def _norms(X, given, label):
 
 
 @numba.njit(**NJIT_PARALLEL)
-def _dense_tiles(X, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, K):
+def _dense_tiles(X, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, workers, K):
     """Fill K tile by tile, the dot products of each tile from one GEMM; Zt is Z.T, C-contiguous.
     ``symmetric`` (Z is X, square tiles): the tiles above the diagonal also fill their mirror."""
     n, m = K.shape
     n_col_tiles = (m + cols - 1) // cols
-    for t in numba.prange(((n + rows - 1) // rows) * n_col_tiles):
-        lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
-        hi, jhi = min(lo + rows, n), min(jlo + cols, m)
-        if n_col_tiles == 1:  # whole rows of K: the GEMM writes straight into K
-            np.dot(X[lo:hi], Zt, K[lo:hi])
-            finish_tile(code, K[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
-        elif not symmetric or jlo >= lo:  # below the diagonal, a symmetric K is the mirror
-            dots = np.dot(X[lo:hi], Z[jlo:jhi].T)
-            finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
-            K[lo:hi, jlo:jhi] = dots
-            if symmetric and jlo > lo:
-                K[jlo:jhi, lo:hi] = dots.T
+    n_tiles = ((n + rows - 1) // rows) * n_col_tiles
+    next_tile = np.zeros(1, dtype=np.int64)
+    for _ in numba.prange(workers):  # each thread takes the next free tile until none is left
+        t = fetch_add(next_tile, 1)
+        while t < n_tiles:
+            lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
+            hi, jhi = min(lo + rows, n), min(jlo + cols, m)
+            if n_col_tiles == 1:  # whole rows of K: the GEMM writes straight into K
+                np.dot(X[lo:hi], Zt, K[lo:hi])
+                finish_tile(code, K[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
+            elif not symmetric or jlo >= lo:  # below the diagonal, a symmetric K is the mirror
+                dots = np.dot(X[lo:hi], Z[jlo:jhi].T)
+                finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
+                K[lo:hi, jlo:jhi] = dots
+                if symmetric and jlo > lo:
+                    K[jlo:jhi, lo:hi] = dots.T
+            t = fetch_add(next_tile, 1)
 
 
 @numba.njit(**NJIT_PARALLEL)
-def _csr_tiles(data, indices, indptr, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, K):
+def _csr_tiles(data, indices, indptr, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, workers,
+               K):
     """Fill K tile by tile for CSR X; Zt is Z transposed, shape (p, m); ``symmetric`` as in _dense_tiles."""
     n, m = K.shape
     n_col_tiles = (m + cols - 1) // cols
-    for t in numba.prange(((n + rows - 1) // rows) * n_col_tiles):
-        lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
-        hi, jhi = min(lo + rows, n), min(jlo + cols, m)
-        if not symmetric or jlo >= lo:
-            dots = _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi)
-            finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
-            K[lo:hi, jlo:jhi] = dots
-            if symmetric and jlo > lo:
-                K[jlo:jhi, lo:hi] = dots.T
+    n_tiles = ((n + rows - 1) // rows) * n_col_tiles
+    next_tile = np.zeros(1, dtype=np.int64)
+    for _ in numba.prange(workers):  # each thread takes the next free tile until none is left
+        t = fetch_add(next_tile, 1)
+        while t < n_tiles:
+            lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
+            hi, jhi = min(lo + rows, n), min(jlo + cols, m)
+            if not symmetric or jlo >= lo:
+                dots = _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi)
+                finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
+                K[lo:hi, jlo:jhi] = dots
+                if symmetric and jlo > lo:
+                    K[jlo:jhi, lo:hi] = dots.T
+            t = fetch_add(next_tile, 1)
 
 
 @numba.njit(**NJIT)
@@ -301,29 +318,40 @@ def _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi):
 
 
 @numba.njit(**NJIT_PARALLEL)
-def _dense_tiles_times(X, Z, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, out):
-    """out += K(X, Z) @ coef, one row tile per thread, its column tiles in turn."""
+def _dense_tiles_times(X, Z, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, workers, out):
+    """out += K(X, Z) @ coef, a row tile at a time (its column tiles in turn) on each of ``workers`` threads."""
     n, m = X.shape[0], Z.shape[0]
-    for t in numba.prange((n + rows - 1) // rows):
-        lo, hi = t * rows, min(t * rows + rows, n)
-        for jlo in range(0, m, cols):
-            jhi = min(jlo + cols, m)
-            dots = np.dot(X[lo:hi], Z[jlo:jhi].T)
-            finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
-            _add_tile_times(dots, coef[jlo:jhi], out[lo:hi])
+    n_tiles = (n + rows - 1) // rows
+    next_tile = np.zeros(1, dtype=np.int64)
+    for _ in numba.prange(workers):  # each thread takes the next free tile until none is left
+        t = fetch_add(next_tile, 1)
+        while t < n_tiles:
+            lo, hi = t * rows, min(t * rows + rows, n)
+            for jlo in range(0, m, cols):
+                jhi = min(jlo + cols, m)
+                dots = np.dot(X[lo:hi], Z[jlo:jhi].T)
+                finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
+                _add_tile_times(dots, coef[jlo:jhi], out[lo:hi])
+            t = fetch_add(next_tile, 1)
 
 
 @numba.njit(**NJIT_PARALLEL)
-def _csr_tiles_times(data, indices, indptr, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, out):
-    """out += K(X, Z) @ coef for CSR X, one row tile per thread; Zt is Z transposed, shape (p, m)."""
+def _csr_tiles_times(data, indices, indptr, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, workers,
+                     out):
+    """out += K(X, Z) @ coef for CSR X, as _dense_tiles_times; Zt is Z transposed, shape (p, m)."""
     n, m = indptr.shape[0] - 1, Zt.shape[1]
-    for t in numba.prange((n + rows - 1) // rows):
-        lo, hi = t * rows, min(t * rows + rows, n)
-        for jlo in range(0, m, cols):
-            jhi = min(jlo + cols, m)
-            dots = _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi)
-            finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
-            _add_tile_times(dots, coef[jlo:jhi], out[lo:hi])
+    n_tiles = (n + rows - 1) // rows
+    next_tile = np.zeros(1, dtype=np.int64)
+    for _ in numba.prange(workers):  # each thread takes the next free tile until none is left
+        t = fetch_add(next_tile, 1)
+        while t < n_tiles:
+            lo, hi = t * rows, min(t * rows + rows, n)
+            for jlo in range(0, m, cols):
+                jhi = min(jlo + cols, m)
+                dots = _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi)
+                finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
+                _add_tile_times(dots, coef[jlo:jhi], out[lo:hi])
+            t = fetch_add(next_tile, 1)
 
 
 @numba.njit(**NJIT_SUMS)

@@ -12,10 +12,21 @@ and with numba's pool sleeping when idle and BLAS on one thread 4.1 s.  Two thin
   loop.  ``OMP_WAIT_POLICY=PASSIVE`` makes them sleep at once.  libgomp reads it when it starts (at
   numba's first parallel loop), so ``core.config`` sets it when ``core`` is imported; a value the
   user set wins.
+
+And one thing makes a busy machine costlier than it need be: numba hands each thread of a ``prange`` a
+fixed, equal share of the iterations (its chunk size does not change that under the OpenMP layer), so
+a parallel block ends when its most delayed thread ends: a pool thread woken a time slice late holds
+the block back by that slice.  The tile loops of ``core.kernels`` therefore run one ``prange``
+iteration per thread, each taking the next free tile from a shared counter (``fetch_add``): a late
+thread finds fewer tiles left and the others do its share.
 """
 
 import functools
 import os
+
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 
 def set_wait_policy():
@@ -34,3 +45,20 @@ def one_blas_thread(fit):
             return fit(*args, **kwargs)
 
     return run
+
+
+@intrinsic
+def fetch_add(typingctx, counter, value):
+    """``old = counter[0]; counter[0] += value; return old`` as one atomic step (int64 array, njit code):
+    threads of a ``prange`` drawing work items from one counter never draw the same item."""
+    if not (isinstance(counter, types.Array) and counter.dtype == types.int64 and isinstance(value, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array_type = signature.args[0]
+        array = context.make_array(array_type)(context, builder, args[0])
+        first = cgutils.get_item_pointer(context, builder, array_type, array, [context.get_constant(types.intp, 0)])
+        step = context.cast(builder, args[1], signature.args[1], types.int64)
+        return builder.atomic_rmw("add", first, step, "monotonic")
+
+    return types.int64(counter, value), codegen
