@@ -1,8 +1,10 @@
 """Shipping spark-bsvm to executors that are separate processes (``local-cluster[2,1,1024]``).
 
 1. Executors without spark-bsvm: the fit fails with one line that says so and how to ship it.
-2. The same application after ``addPyFile`` of a zip of ``core/`` and ``spark_bsvm/`` (what
-   ``spark-submit --py-files`` does): the fit works, with the LocalEngine model.
+2. The same application after ``addPyFile`` of a zip of ``core/`` and ``spark_bsvm/`` made by the README's
+   ``zip`` command (what ``spark-submit --py-files`` does): the fit works, with the LocalEngine model.
+3. The README's recipe: ``spark-submit --py-files spark_bsvm.zip jobs/train.py`` on the same master and
+   executors, with a smaller quick start (``README_SMALLER``) and its outputs in a temporary folder.
 
 spark-bsvm may be installed on this machine (editable or not), which executors would find: they
 get a ``PYTHONPATH`` whose ``spark_bsvm`` cannot be imported, so that they see no spark-bsvm but
@@ -11,10 +13,10 @@ alone takes longer than a test may.  ``python -m bench.check_cluster_shipping``
 """
 
 import os
+import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -22,12 +24,26 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
+MASTER = "local-cluster[2,1,1024]"
+README_ZIP = ["zip", "-r", "spark_bsvm.zip", "core", "spark_bsvm", "-i", "*.py"]  # the README's, run in the checkout
+README_SMALLER = ["--set", "data.rows=2000", "--set", "model.params.spsvm.maxBasis=30"]
+
+
 def _zip_package(path):
-    with zipfile.ZipFile(path, "w") as archive:
-        for package in ("core", "spark_bsvm"):
-            for file in sorted((ROOT / package).rglob("*.py")):
-                archive.write(file, file.relative_to(ROOT))
+    """The README's zip command, writing to ``path`` instead of the checkout."""
+    subprocess.run(README_ZIP[:2] + [str(path)] + README_ZIP[3:], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return path
+
+
+def _submit(archive, hidden, work):
+    """The README's ``spark-submit --py-files spark_bsvm.zip jobs/train.py`` on ``MASTER``; (exit code, output)."""
+    outputs = [f"output.{key}={work / name}" for key, name in (("model", "model"), ("report", "report.json"),
+                                                                ("plot", "plot.png"))]
+    command = (["spark-submit", "--master", MASTER, "--conf", f"spark.executorEnv.PYTHONPATH={hidden}",
+                "--py-files", str(archive), "jobs/train.py"] + README_SMALLER
+               + [word for item in outputs for word in ("--set", item)])
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    return done.returncode, done.stdout
 
 
 def main():
@@ -50,11 +66,11 @@ def main():
     from tests.conftest import contiguous_frame
 
     start = time.perf_counter()
-    spark = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("spark-bsvm-shipping")
+    spark = (SparkSession.builder.master(MASTER).appName("spark-bsvm-shipping")
              .config("spark.executorEnv.PYTHONPATH", str(hidden.parent)).config("spark.ui.enabled", "false")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    print(f"local-cluster[2,1,1024] up in {time.perf_counter() - start:.1f}s")
+    print(f"{MASTER} up in {time.perf_counter() - start:.1f}s")
     X, y = make_rings(400, 4, seed=3)
     df = contiguous_frame(spark, X, y).cache()
     df.count()
@@ -67,7 +83,8 @@ def main():
     except RuntimeError as exc:
         print(f"without the package: failed in {time.perf_counter() - start:.1f}s with:\n  {exc}")
 
-    spark.sparkContext.addPyFile(str(_zip_package(work / "spark_bsvm.zip")))
+    archive = _zip_package(work / "spark_bsvm.zip")
+    spark.sparkContext.addPyFile(str(archive))
     start = time.perf_counter()
     model = estimator.fit(df)
     local = fit_csvc(LocalEngine(X, y, n_partitions=2), C=1.0, kernel=KernelSpec(gamma=0.5))
@@ -79,6 +96,11 @@ def main():
     print(f"coordinatorMode='executor': fitted in {time.perf_counter() - start:.1f}s, same model: "
           f"{np.allclose(hosted.expansion.coef, local.coef, rtol=0, atol=1e-9)}")
     spark.stop()
+
+    start = time.perf_counter()
+    code, output = _submit(archive, hidden.parent, work)
+    print(f"spark-submit --py-files spark_bsvm.zip jobs/train.py: exit code {code} in "
+          f"{time.perf_counter() - start:.1f}s, its output:\n  " + "\n  ".join(output.splitlines()))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ encodes them with the model's own feature stages and writes the columns
 label (when the input has one), prediction (in the training label values)
 and decision (f(x) = sum_j coef_j K(s_j, x) + b).
 
-    python jobs/predict.py --config conf/kddcup99.toml --model out/kdd/model --output out/kdd/scores
+    python jobs/predict.py --config conf/quickstart.toml --output out/quickstart/scores
 """
 
 import sys

@@ -2,6 +2,7 @@
 Spark session for all Spark tests (startup costs ~10 s) and one Spark Connect session for the
 Connect tests, which run last (pyspark holds one kind of session per process)."""
 
+import contextlib
 import os
 import sys
 import warnings
@@ -77,8 +78,19 @@ def connect_spark():
     session.stop()
 
 
+# marker -> the fixtures that make a test need it: the README's quick subset, -m "not spark and not data",
+# must start no JVM and read no benchmark file
+MARKED_FIXTURES = {"spark": ("spark", "connect_spark"), "data": ("ripley", "ijcnn1_subset", "a8a")}
+
+
 def pytest_collection_modifyitems(items):
-    """The Spark Connect tests last (see ``connect_spark``); the order is stable otherwise."""
+    """The Spark Connect tests last (see ``connect_spark``); the order is stable otherwise.  A test using a
+    fixture of ``MARKED_FIXTURES`` without its marker is a usage error."""
+    unmarked = [f"{item.nodeid} (needs @pytest.mark.{marker})" for item in items
+                for marker, fixtures in MARKED_FIXTURES.items()
+                if set(fixtures) & set(getattr(item, "fixturenames", ())) and item.get_closest_marker(marker) is None]
+    if unmarked:
+        raise pytest.UsageError("tests without the marker of the fixtures they use: " + ", ".join(unmarked))
     items.sort(key=lambda item: "connect_spark" in getattr(item, "fixturenames", ()))
 
 
@@ -118,3 +130,18 @@ def rings_frame(spark, n, seed):
     X, y = make_rings(n, 4, seed=seed)
     labels = np.where(y > 0, 1.0, 0.0)
     return X, labels, to_df(spark, X, labels)
+
+
+@contextlib.contextmanager
+def working_directory(spark, path):
+    """Run in ``path`` as a job started there would: Python's working directory and the one Spark resolves
+    relative local paths against (the JVM's, fixed at its start otherwise) are both ``path``."""
+    local = spark._jvm.org.apache.hadoop.fs.FileSystem.getLocal(spark._jsc.hadoopConfiguration())
+    before, cwd = local.getWorkingDirectory(), os.getcwd()
+    local.setWorkingDirectory(spark._jvm.org.apache.hadoop.fs.Path(str(path)))
+    os.chdir(path)
+    try:
+        yield path
+    finally:
+        os.chdir(cwd)
+        local.setWorkingDirectory(before)

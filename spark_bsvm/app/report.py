@@ -2,10 +2,10 @@
 
 ``evaluate`` scores a fitted pipeline (feature stages + ``BSVMModel``) on
 held-out rows in one Spark aggregation.  ``error_vs_support`` draws the
-test error against the support size: the model pruned to s = 1..n_s
-largest |coef| (``KernelExpansion.pruned``, Dekel & Singer section 5, works
-for any model) and, when the method recorded one (SpSVM-2, the slant sparsifier), the models along its
-training path (``core.support_path``).
+test error against the support size: the models along the training path when the method recorded one
+(SpSVM-2, the slant sparsifier: ``core.support_path``), the final model pruned to its s largest |coef|
+for the methods where pruning is what one would do with the model (``PRUNABLE_METHODS``), and the
+final model itself.
 """
 
 import json
@@ -75,6 +75,23 @@ def held_out_sample(pipeline_model, test, rows, seed=0):
     return X, np.array([r["label"] for r in collected])
 
 
+# Pruning to the s largest |coef| (``KernelExpansion.pruned``) means something for the dual methods (Dekel &
+# Singer's section 5 prunes their weights; a budget SVM's prune=True does exactly this) and for the elastic budget
+# SVM (its own projection drops the smallest |a_j|).  SpSVM-2 and the slant sparsifier record the models they
+# passed through instead, and a pruned SpSVM-2 model (its bias is the sum of its coefficients) is no model any fit
+# gives; the L0-norm SVM's reweighting has already chosen its few prototypes.
+PRUNABLE_METHODS = ("csvc", "budget_l1", "budget_l2", "ebsvm")
+
+# The plot's curves, drawn in this order when the report has points for them: report key -> (legend label,
+# matplotlib style).  A validation curve (the validation error along the training path, once fits record it)
+# is one more entry here.
+CURVES = {
+    "recorded": ("training path: the fit's model at each support size", {"marker": "o"}),
+    "pruned": ("pruned: the final model cut to its s largest |coef|", {"marker": "o"}),
+    "model": ("the final model", {"marker": "*", "markersize": 14, "linestyle": "none"}),
+}
+
+
 def pruning_curve(expansion, X, y, points=12):
     """[(s, test error of the expansion pruned to its s largest |coef|)] for s on a log grid up to n_s."""
     n = expansion.n_support
@@ -98,12 +115,17 @@ def recorded_curve(expansion, X, y):
 def error_vs_support(expansion, X, y, path):
     """Plot test error against support size to ``path`` (PNG); returns the plotted points.
 
-    Returns ``{"pruned": [(s, error)], "recorded": [(s, error)], "plot": path
-    or None, "note": ...}``; the PNG is skipped with a note when matplotlib
-    (the ``plot`` extra) is not installed.
+    Returns ``{"recorded": [(s, error)], "pruned": [(s, error)], "model":
+    [(n_s, error)], "plot": path or None, "note": ...}``: the training path
+    ([] for methods that record none), the pruning curve ([] unless the
+    method is in ``PRUNABLE_METHODS``) and the final model.  The PNG is
+    skipped with a note when matplotlib (the ``plot`` extra) is not installed.
     """
-    curve = {"pruned": pruning_curve(expansion, X, y),
-             "recorded": recorded_curve(expansion, X, y),
+    method = expansion.metadata.get("method", "model")
+    error = float(np.mean(expansion.predict(X) != y)) if len(y) else float("nan")
+    curve = {"recorded": recorded_curve(expansion, X, y),
+             "pruned": pruning_curve(expansion, X, y) if method in PRUNABLE_METHODS else [],
+             "model": [(int(expansion.n_support), error)],
              "plot": None, "note": None}
     try:
         import matplotlib
@@ -114,14 +136,14 @@ def error_vs_support(expansion, X, y, path):
         curve["note"] = "plot skipped: matplotlib is not installed (pip install -e '.[plot]')"
         return curve
     fig, ax = plt.subplots(figsize=(6, 4))
-    for key, label in (("pruned", "model pruned to s largest |coef|"), ("recorded", "training path")):
-        if curve[key]:
+    for key, (label, style) in CURVES.items():
+        if curve.get(key):
             sizes, errors = zip(*curve[key])
-            ax.plot(sizes, 100 * np.array(errors), marker="o", label=label)
+            ax.plot(sizes, 100 * np.array(errors), label=label, **style)
     ax.set_xscale("log")
     ax.set_xlabel("support size")
-    ax.set_ylabel("test error (%)")
-    ax.set_title(f"{expansion.metadata.get('method', 'model')}: test error vs support size")
+    ax.set_ylabel(f"test error (%) on {len(y)} held-out rows")
+    ax.set_title(f"{method}: test error vs support size")
     ax.grid(True, alpha=0.3)
     ax.legend()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

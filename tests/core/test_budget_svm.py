@@ -84,6 +84,7 @@ def test_pruning_keeps_the_largest_weights():
     assert pruned.bias == full.bias and pruned.metadata["pruned_to"] == 10
 
 
+@pytest.mark.data
 def test_pruned_budget_svm_keeps_its_accuracy_where_a_pruned_csvc_breaks():
     """Dekel & Singer's Figure 1 on the first draw of bench_budget_pruning (shuttle, 1,000 / 4,000)."""
     X, y, Xt, yt = next(shuttle_problems(1, on_missing=pytest.skip))

@@ -7,12 +7,13 @@ import sys
 import pytest
 
 from jobs import evaluate, predict, train
+from spark_bsvm.app import cli
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def trained(spark, tmp_path_factory):
+def trained(spark, job_cwd, tmp_path_factory):
     """A small quick-start model saved by jobs/train.py, with the error it printed."""
     out = tmp_path_factory.mktemp("trained")
     model = str(out / "model")
@@ -31,13 +32,11 @@ def test_evaluate_reproduces_the_train_split_and_writes_report_and_plot(trained,
     assert f"test error: {100 * report['test_error']:.2f}%" in text
     assert report["training"]["method"] == "spsvm" and report["training_seconds"] > 0
     curve = report["error_vs_support"]
-    sizes = [s for s, _ in curve["pruned"]]
-    assert sizes[-1] == report["support_size"] and sizes == sorted(sizes)
-    # the unpruned end of the curve is the model itself, scored on the same test rows
-    assert abs(curve["pruned"][-1][1] - report["test_error"]) < 1e-12
-    # SpSVM-2 records its path: the model at each basis size, the last one the model itself
+    # the final model, scored on the same test rows as the report's error
+    assert curve["model"][0][0] == report["support_size"] and abs(curve["model"][0][1] - report["test_error"]) < 1e-12
+    # SpSVM-2 records its path: the model at each basis size, the last one the model itself; no pruning curve
     assert [s for s, _ in curve["recorded"]][-1] == report["support_size"] and len(curve["recorded"]) > 5
-    assert abs(curve["recorded"][-1][1] - report["test_error"]) < 1e-12
+    assert abs(curve["recorded"][-1][1] - report["test_error"]) < 1e-12 and curve["pruned"] == []
     if _has_matplotlib():
         assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -57,7 +56,7 @@ def test_the_plot_is_skipped_with_a_note_without_matplotlib(trained, capsys, tmp
         "--set", f"output.plot={tmp_path}/curve.png", "--set", f"output.report={tmp_path}/e.json"]) == 0
     assert "plot skipped: matplotlib is not installed (pip install -e '.[plot]')" in capsys.readouterr().out
     assert not (tmp_path / "curve.png").exists()
-    assert json.loads((tmp_path / "e.json").read_text())["error_vs_support"]["pruned"]
+    assert json.loads((tmp_path / "e.json").read_text())["error_vs_support"]["recorded"]
 
 
 def test_predict_writes_a_prediction_and_decision_per_row(spark, trained, capsys, tmp_path):
@@ -71,7 +70,14 @@ def test_predict_writes_a_prediction_and_decision_per_row(spark, trained, capsys
 
 
 def test_evaluate_without_a_model_says_how_to_give_one(capsys):
-    from spark_bsvm.app import cli
-
-    assert cli.run(evaluate.main, ["--config", train.DEFAULT_CONFIG]) == cli.EXIT_BAD_INPUT
+    assert cli.run(evaluate.main, ["--config", train.DEFAULT_CONFIG, "--set", 'output.model=""']
+                   ) == cli.EXIT_BAD_INPUT
     assert "no model to evaluate: pass --model or set [output] model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("job, extra", [(evaluate, []), (predict, ["--output", "scores"])])
+def test_a_missing_model_is_one_line_and_exit_2(spark, job, extra, capsys, tmp_path):
+    missing = str(tmp_path / "never-trained")
+    assert cli.run(job.main, ["--config", train.DEFAULT_CONFIG, "--model", missing] + extra) == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err == (f"error: no saved model at {missing}: train one first (jobs/train.py saves "
+                                       "it at [output] model) or pass --model\n")

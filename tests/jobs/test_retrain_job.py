@@ -15,8 +15,7 @@ KEPT = 3
 
 def run(root, *overrides):
     """retrain.main on the small generated data of conf/retrain.toml, registry at ``root``."""
-    args = ["--set", f"retrain.registry={root}", "--set", "data.rows=700",
-            "--set", "model.params.budget_l1.budget=30"]
+    args = ["--set", f"retrain.registry={root}", "--set", "data.rows=700", "--set", "model.params.spsvm.maxBasis=20"]
     for item in overrides:
         args += ["--set", item]
     return retrain.main(args)
@@ -75,8 +74,8 @@ def test_warm_start_is_refused_for_methods_without_the_hook(tmp_path, capsys):
     from spark_bsvm.app import cli
 
     root = tmp_path / "registry"
-    assert cli.run(retrain.main, ["--set", f"retrain.registry={root}", "--set", "retrain.warm_start=true"]
-                       ) == cli.EXIT_BAD_INPUT
+    assert cli.run(retrain.main, ["--set", f"retrain.registry={root}", "--set", "retrain.warm_start=true",
+                                  "--set", "model.method=budget_l1"]) == cli.EXIT_BAD_INPUT
     assert "cannot start from a support set" in capsys.readouterr().err
     assert not root.exists()  # refused before the registry or the data were touched
 

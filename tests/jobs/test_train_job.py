@@ -13,7 +13,7 @@ SMALL = ["--set", "data.rows=1200", "--set", "model.params.spsvm.maxBasis=40"]
 
 
 @pytest.mark.spark
-def test_main_job_prints_error_and_support_size(spark, tmp_path, capsys):
+def test_main_job_prints_error_and_support_size(spark, job_cwd, tmp_path, capsys):
     out_dir = tmp_path / "out"
     assert main(SMALL + ["--set", f"output.model={out_dir}/model", "--set", f"output.report={out_dir}/r.json"]) == 0
     out = capsys.readouterr().out
@@ -33,7 +33,7 @@ def test_main_job_prints_error_and_support_size(spark, tmp_path, capsys):
 
 
 @pytest.mark.spark
-def test_main_job_prunes_to_the_budget(spark, capsys):
+def test_main_job_prunes_to_the_budget(spark, job_cwd, capsys):
     assert main(SMALL + ["--set", "model.method=budget_l1", "--set", "model.params.budget=30",
                          "--set", "model.params.prune=true"]) == 0
     assert int(re.search(r"support vectors: (\d+)", capsys.readouterr().out).group(1)) == 30
