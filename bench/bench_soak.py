@@ -17,16 +17,18 @@ garbage collected on both sides, it prints what the driver holds:
     py RSS MB      resident memory of the Python process; jvm RSS MB: of the JVM
     py threading   the Python threads alive (``threading.active_count``)
 
-The last lines compare the end with the state after the warm-up: what grew, and the RSS growth in
-percent (the goal: nothing left behind, RSS within 10%).
+The last lines compare the end with the state after the warm-up: what grew (the JVM's threads also by
+name), and the RSS growth in percent (the goal: nothing left behind, RSS within 10%).
 
     python -m bench.bench_soak [--fits 50] [--rows 2000]      # --fits 3: a smoke check
 """
 
 import argparse
+import collections
 import gc
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -72,6 +74,18 @@ def _descendants(pid):
         frontier = {child for child, parent in parents.items() if parent in frontier} - below
         below |= frontier
     return len(below)
+
+
+def _thread_names(pid):
+    """{thread name with its digits dropped: how many} of process ``pid`` (names as /proc keeps them, 15
+    characters at most)."""
+    names = collections.Counter()
+    for comm in Path(f"/proc/{pid}/task").glob("*/comm"):
+        try:
+            names[re.sub(r"\d+", "#", comm.read_text().strip())] += 1
+        except OSError:  # ended meanwhile
+            pass
+    return names
 
 
 def _files_below(directory):
@@ -123,7 +137,8 @@ def main():
     local_dir = tempfile.mkdtemp(prefix="bench-soak-")
     spark = (SparkSession.builder.master(f"local[{SLOTS}]").appName("bench_soak")
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(SLOTS))
-             .config("spark.driver.memory", "2g").config("spark.local.dir", local_dir).getOrCreate())
+             .config("spark.driver.memory", "2g").config("spark.local.dir", local_dir)
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     try:
         X, y = make_rings(args.rows, 4, seed=0)
@@ -134,7 +149,7 @@ def main():
         for estimator in methods:  # warm-up
             estimator.fit(df)
         probe = Probe(spark, local_dir)
-        before, walls = probe.measure(), []
+        before, walls, threads_before = probe.measure(), [], _thread_names(probe.jvm_pid)
         table = [["warm-up", "", *before.values()]]
         for k in range(1, args.fits + 1):
             estimator = methods[(k - 1) % len(methods)].copy()
@@ -150,6 +165,7 @@ def main():
         grew = {name: round(after[name] - before[name], 1) for name in before
                 if "RSS" not in name and after[name] > before[name]}
         print(f"left behind (end against warm-up): {grew or 'nothing'}")
+        print(f"JVM threads that grew, by name: {dict(_thread_names(probe.jvm_pid) - threads_before) or 'none'}")
         for name in ("py RSS MB", "jvm RSS MB"):
             print(f"{name}: {before[name]:.0f} -> {after[name]:.0f} ({100 * (after[name] / before[name] - 1):+.1f}%)")
     finally:
