@@ -13,7 +13,10 @@ serves only tasks that present the per-fit secret.
 Fault tolerance: a barrier stage whose task fails is retried as a whole;
 the new tasks connect again, and the driver re-sends the round as its
 ``rebuild`` request, which rebuilds each partition's state from the
-driver's current model.  The fit resumes where it was.
+driver's current model.  The fit resumes where it was.  When Spark gives
+up on the stage (more lost tasks than its stage attempts allow), the
+stage is started again, ``stage_restarts`` times at most, and the fit
+resumes the same way.
 """
 
 import logging
@@ -24,7 +27,7 @@ from core.engine import Engine
 from core.partition import function_name
 from spark_bsvm.engine.rounds import Coordinator, LostTask
 from spark_bsvm.engine.session import cancel_jobs, stage_partly_ended
-from spark_bsvm.engine.stage import TrainingData, raise_task_errors
+from spark_bsvm.engine.stage import STAGE_RESTARTS, TrainingData, raise_task_errors
 from spark_bsvm.engine.task import make_task
 
 log = logging.getLogger("spark_bsvm")
@@ -40,12 +43,16 @@ class SparkEngine(Engine):
 
     The arguments up to ``check_data`` are ``stage.TrainingData``'s.  Use as a context manager (or call
     ``close``) so the stage and the coordinator end.  ``description`` names the fit in the Spark UI.
-    ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once at its
-    k-th round; ``{"unreachable": pid, "port": port}`` sends partition pid's task to a closed port.
+    ``stage_restarts``: how many times the training stage is started again after Spark aborted it (its
+    tasks were lost more often than Spark's stage attempts allow); the new tasks resume from the driver's
+    model.  ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once
+    at its k-th round (with ``"times": n``, at the k-th round of each attempt, n times in all);
+    ``{"unreachable": pid, "port": port}`` sends partition pid's task to a closed port.
     """
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
-                 check_data=None, fault_injection=None, description="spark-bsvm fit"):
+                 check_data=None, fault_injection=None, description="spark-bsvm fit",
+                 stage_restarts=STAGE_RESTARTS):
         data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description)
         self.n_partitions, self.n_examples = data.n_partitions, data.n_examples
         self.n_features, self.classes = data.n_features, data.classes
@@ -65,7 +72,7 @@ class SparkEngine(Engine):
 
         def run_stage():
             try:
-                self._rows = data.run_stage(task, self._job_group)
+                self._rows = data.run_stage(task, self._job_group, stage_restarts)
             except Exception as exc:  # reported to the driver loop
                 self._job_error = exc
 
@@ -99,11 +106,11 @@ class SparkEngine(Engine):
                 self._coordinator.send_all(message)
                 answers = self._coordinator.gather()
                 return [answers[pid] for pid in sorted(answers)]
-            except (LostTask, ConnectionError, OSError) as exc:
+            except (LostTask, ConnectionError, OSError):
                 if rebuild is None:
                     raise RuntimeError("a training task was lost and this round cannot rebuild its state")
                 log.warning("a training task was lost; waiting for the retried stage to reconnect")
-                self._coordinator.accept_all(exc.args[0] if isinstance(exc, LostTask) and exc.args else None)
+                self._coordinator.accept_all()
                 message = dict(rebuild(), function=name)
         raise RuntimeError("training tasks were lost four times in one round; giving up")
 

@@ -4,8 +4,16 @@ barrier task that coordinates a fit on the executors (``spark_bsvm.engine.hosted
 
 Security: the listener serves only connections that present the per-fit secret; nothing received
 is ever unpickled (``spark_bsvm.engine.wire``).
+
+Admission never holds up a round.  The listener and the connections that have not yet sent their
+hello ("newcomers") are polled in the same ``select`` as the tasks' answers and read only as far as
+their bytes have arrived: a newcomer has ``HELLO_TIMEOUT`` seconds to complete its hello, at most
+``len(partitions) + MAX_STRANGERS`` newcomers are held at once (the oldest gives way to the next), and
+the listen backlog is as long.  A task sends its hello with its connection, so it is admitted on
+arrival; a flood of idle or slow connections costs a round a few system calls, never a wait.
 """
 
+import collections
 import logging
 import select
 import socket
@@ -16,68 +24,143 @@ from spark_bsvm.engine import wire
 log = logging.getLogger("spark_bsvm")
 
 ACCEPT_TIMEOUT = 600.0  # seconds to wait for the tasks that have not connected yet
+HELLO_TIMEOUT = 5.0  # seconds a new connection has to present the secret and its partition id
+MAX_STRANGERS = 64  # newcomers held at once beyond one per task
+CHECK_INTERVAL = 1.0  # seconds between calls of the coordinator's ``check`` while it waits
 
 
 class LostTask(Exception):
-    """A task's connection broke, or a task of a retried stage connected (its ``(partition id, socket)``
-    is the argument): the current tasks are gone and the round must be sent again."""
+    """A task's connection broke, or a task of a retried stage connected: the current tasks are gone
+    and the round must be sent again (the new tasks wait in ``Coordinator.arrived``)."""
+
+
+class _Newcomer:
+    """A connection that has not sent its whole hello yet: its deadline and the bytes it sent so far."""
+
+    __slots__ = ("deadline", "hello")
+
+    def __init__(self, deadline):
+        self.deadline = deadline
+        self.hello = b""
 
 
 class Coordinator:
     """Listens on ``host`` and talks to the tasks of ``partitions`` (their partition ids).
 
     ``check`` is called about once a second while waiting; it raises to end the wait (the Spark stage
-    has failed, say).
+    has failed, say).  ``conns`` holds the tasks that serve rounds, ``arrived`` the tasks admitted
+    since (of a retried stage), ``refused`` counts the connections refused, by reason.
     """
 
     def __init__(self, host, partitions, secret, check=None):
-        self.listener = socket.create_server((host, 0))
-        self.listener.settimeout(1.0)
         self.partitions = sorted(partitions)
+        self.max_newcomers = len(self.partitions) + MAX_STRANGERS
+        self.listener = socket.create_server((host, 0), backlog=self.max_newcomers)
+        self.listener.setblocking(False)
         self.secret = secret
         self.check = check or (lambda: None)
         self.conns = {}
+        self.arrived = {}
+        self.newcomers = {}  # {socket: _Newcomer}, oldest first
+        self.refused = collections.Counter()
+        self._next_check = time.monotonic() + CHECK_INTERVAL
 
     @property
     def address(self):
         """(host, port) the tasks connect to."""
         return self.listener.getsockname()[:2]
 
-    def _accept_one(self):
-        """An authenticated (partition id, socket) from the listener, or None (timeout or refused)."""
-        try:
-            conn, _ = self.listener.accept()
-        except socket.timeout:
-            return None
-        conn.settimeout(10.0)
-        try:
-            pid = wire.recv_hello(conn, self.secret)
-        except (PermissionError, ConnectionError, OSError) as exc:
-            log.warning("refused a connection to the spark-bsvm coordinator: %s", exc)
-            conn.close()
-            return None
-        conn.settimeout(None)
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return pid, conn
+    def _refuse(self, conn, reason):
+        del self.newcomers[conn]
+        conn.close()
+        self.refused[reason] += 1
+        if self.refused[reason] == 1:  # once per reason and fit: a flood must not flood the log too
+            log.warning("refused a connection to the spark-bsvm coordinator: %s (further ones are counted and "
+                        "reported when the fit ends)", reason)
 
-    def accept_all(self, first=None, timeout=ACCEPT_TIMEOUT):
-        """Drop the current tasks' sockets and wait until the task of every partition has connected
-        (``first``: a ``(partition id, socket)`` already accepted)."""
+    def _read_hello(self, conn):
+        """Read what has arrived of ``conn``'s hello, without waiting; admit or refuse it once complete."""
+        newcomer = self.newcomers[conn]
+        try:
+            chunk = conn.recv(wire.HELLO.size - len(newcomer.hello))
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._refuse(conn, "it closed before sending the secret")
+            return
+        newcomer.hello += chunk
+        if len(newcomer.hello) < wire.HELLO.size:
+            return
+        try:
+            pid = wire.read_hello(newcomer.hello, self.secret)
+        except PermissionError:
+            self._refuse(conn, "it presented a wrong secret")
+            return
+        if pid not in self.partitions:
+            self._refuse(conn, "it named a partition this fit does not have")
+            return
+        del self.newcomers[conn]
+        conn.setblocking(True)
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if pid in self.arrived:
+            self.arrived[pid].close()
+        self.arrived[pid] = conn
+
+    def _accept_newcomers(self):
+        """Accept what the listen backlog holds (a bounded bite) and read the hellos that came with it."""
+        for _ in range(self.max_newcomers):
+            try:
+                conn, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # the connection was reset before it was accepted, say
+                log.debug("accepting a connection failed: %s", exc)
+                return
+            conn.setblocking(False)
+            if len(self.newcomers) >= self.max_newcomers:
+                self._refuse(next(iter(self.newcomers)), "too many connections waited for their hello at once")
+            self.newcomers[conn] = _Newcomer(time.monotonic() + HELLO_TIMEOUT)
+            self._read_hello(conn)
+
+    def _poll(self, conns, timeout=CHECK_INTERVAL):
+        """Wait up to ``timeout`` seconds for one of ``conns`` to be readable, admitting newcomers meanwhile;
+        the readable ones of ``conns``.  Calls ``check`` when a second has passed since the last call."""
+        now = time.monotonic()
+        for conn in [conn for conn, newcomer in self.newcomers.items() if newcomer.deadline <= now]:
+            self._refuse(conn, f"it sent no complete hello within {HELLO_TIMEOUT:g}s")
+        wait = min([timeout, self._next_check - now] + [n.deadline - now for n in self.newcomers.values()])
+        readable, _, _ = select.select([self.listener, *self.newcomers, *conns], [], [], max(wait, 0.0))
+        readable = set(readable)
+        for conn in [conn for conn in self.newcomers if conn in readable]:
+            self._read_hello(conn)
+        if self.listener in readable:
+            self._accept_newcomers()
+        if time.monotonic() >= self._next_check:
+            self._next_check = time.monotonic() + CHECK_INTERVAL
+            self.check()
+        return [conn for conn in conns if conn in readable]
+
+    def accept_all(self, timeout=ACCEPT_TIMEOUT):
+        """Replace the current tasks by the arrived ones and wait until the task of every partition has
+        connected (a task arriving for a partition replaces the one before it)."""
         for conn in self.conns.values():
             conn.close()
-        self.conns = dict([first]) if first else {}
+        self.conns = {}
         deadline = time.monotonic() + timeout
-        while len(self.conns) < len(self.partitions):
-            self.check()
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"only {len(self.conns)} of {len(self.partitions)} training tasks connected to "
-                                   f"the spark-bsvm coordinator at {self.address} in {timeout:.0f}s")
-            accepted = self._accept_one()
-            if accepted:
-                pid, conn = accepted
+        while True:
+            for pid, conn in self.arrived.items():
                 if pid in self.conns:
                     self.conns[pid].close()
                 self.conns[pid] = conn
+            self.arrived = {}
+            if len(self.conns) == len(self.partitions):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {len(self.conns)} of {len(self.partitions)} training tasks connected to "
+                                   f"the spark-bsvm coordinator at {self.address} in {timeout:.0f}s")
+            self._poll([])
 
     def send_all(self, message):
         for conn in self.conns.values():
@@ -89,14 +172,9 @@ class Coordinator:
         answers = {}
         pending = dict(self.conns)
         while pending:
-            readable, _, _ = select.select(list(pending.values()) + [self.listener], [], [], 1.0)
-            if not readable:
-                self.check()
-                continue
-            if self.listener in readable:
-                accepted = self._accept_one()  # strangers are refused here and the round goes on
-                if accepted:
-                    raise LostTask(accepted)
+            readable = self._poll(list(pending.values()))
+            if self.arrived:
+                raise LostTask()
             for pid, conn in list(pending.items()):
                 if conn in readable:
                     try:
@@ -110,15 +188,19 @@ class Coordinator:
 
     def stop(self):
         """Tell every connected task that the fit is over."""
-        for conn in self.conns.values():
+        for conn in [*self.conns.values(), *self.arrived.values()]:
             try:
                 wire.send(conn, {"function": wire.STOP})
             except OSError:
                 pass
 
     def close(self):
-        """Close the tasks' sockets and the listener (idempotent)."""
-        for conn in self.conns.values():
+        """Close every socket and the listener (idempotent); log how many connections were refused."""
+        for conn in [*self.conns.values(), *self.arrived.values(), *self.newcomers]:
             conn.close()
-        self.conns = {}
+        self.conns, self.arrived, self.newcomers = {}, {}, {}
         self.listener.close()
+        if sum(self.refused.values()) > 1:
+            log.warning("the spark-bsvm coordinator refused %d connections during the fit: %s",
+                        sum(self.refused.values()), dict(self.refused))
+            self.refused.clear()

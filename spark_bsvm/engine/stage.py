@@ -18,6 +18,8 @@ from spark_bsvm.engine.session import check_barrier_possible, executor_slots, is
 OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
 UNREACHABLE = "Unreachable"  # error_type of a task that could not connect to the coordinator
 MISSING = "Missing"  # error_type of a task whose executor cannot import spark-bsvm or what it needs
+STAGE_ABORTED = "Job aborted due to stage failure"  # Spark's message when a stage failed too often
+STAGE_RESTARTS = 3  # default of how many times a fit starts its training stage again after Spark aborted it
 
 
 def output_schema():
@@ -73,6 +75,7 @@ class TaskSpec:
     ``address``: the driver's coordinator, or None when partition 0's task coordinates (``fit`` set).
     ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once at its
     k-th round (when it coordinates the fit, by killing its Python worker, as a lost executor would);
+    with ``"times": n`` (driver-coordinated fits), at the k-th round of each attempt, n times in all;
     ``{"unreachable": pid, "port": port}`` gives partition pid's task a port where nothing listens.
     """
 
@@ -130,16 +133,28 @@ class TrainingData:
         return TaskSpec(secret, self.n_features, self.classes, self.has_weight, self.n_partitions, self.n_examples,
                         **kwargs)
 
-    def run_stage(self, task, tag):
-        """Run ``task`` on every partition in one barrier stage; the tasks' output rows."""
+    def run_stage(self, task, tag, restarts=0):
+        """Run ``task`` on every partition in one barrier stage; the tasks' output rows.  When Spark aborts
+        the stage (its tasks failed more often than its stage attempts allow), start it again, at most
+        ``restarts`` times: the new tasks connect to the coordinator as a retried stage's would."""
         self.progress.info("%s: starting %d training tasks on %d rows x %d features (each converts its rows and "
                            "compiles its kernels before the first round)", self.description, self.n_partitions,
                            self.n_examples, self.n_features)
         stage = self.frame.mapInArrow(task, OUTPUT_SCHEMA, barrier=True)
-        with tagged_jobs(self.spark, tag, f"{self.description} ({self.n_examples} rows, {self.n_partitions} tasks)"):
-            # the shuffle after the barrier stage makes it a map stage: Spark retries failed barrier map
-            # stages as a whole, but aborts the job when a barrier result stage fails
-            return stage.repartition(1).collect()
+        for restart in range(restarts + 1):
+            try:
+                with tagged_jobs(self.spark, tag, f"{self.description} ({self.n_examples} rows, "
+                                                  f"{self.n_partitions} tasks)"):
+                    # the shuffle after the barrier stage makes it a map stage: Spark retries failed barrier
+                    # map stages as a whole, but aborts the job when a barrier result stage fails
+                    return stage.repartition(1).collect()
+            except Exception as exc:
+                message = str(exc)
+                if restart == restarts or STAGE_ABORTED not in message:  # cancelled, say
+                    raise
+                self.progress.warning("%s: %s; starting the training stage again (restart %d of at most %d)",
+                                      self.description, message[message.index(STAGE_ABORTED):].splitlines()[0],
+                                      restart + 1, restarts)
 
 
 def raise_task_errors(rows):

@@ -73,6 +73,11 @@ def _report(sock, exc):
         pass
 
 
+def _faults(injection):
+    """How many faults the test hook ``injection`` has made so far (the size of its marker file)."""
+    return os.path.getsize(injection["marker"]) if os.path.exists(injection["marker"]) else 0
+
+
 def _serve(context, batches, spec):
     """Serve the coordinator's rounds on this task's partition; the task's output row."""
     from core.partition import PARTITION_FUNCTIONS
@@ -102,8 +107,9 @@ def _serve(context, batches, spec):
             if name == wire.STOP:
                 break
             served += 1
-            if pid == 0 and served == injection.get("round") and not os.path.exists(injection["marker"]):
-                open(injection["marker"], "w").close()
+            if pid == 0 and served == injection.get("round") and _faults(injection) < injection.get("times", 1):
+                with open(injection["marker"], "a") as marker:
+                    marker.write("x")  # one byte per fault
                 raise RuntimeError("fault injected by a test")
             try:
                 state, answer = PARTITION_FUNCTIONS[name](data, state, request)

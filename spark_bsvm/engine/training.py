@@ -17,7 +17,7 @@ import secrets
 from core.model import KernelExpansion
 from spark_bsvm.engine.coordinator import SparkEngine, fit_tag
 from spark_bsvm.engine.session import is_connect
-from spark_bsvm.engine.stage import HostedFit, TrainingData, raise_task_errors
+from spark_bsvm.engine.stage import STAGE_RESTARTS, HostedFit, TrainingData, raise_task_errors
 from spark_bsvm.engine.task import make_task
 
 log = logging.getLogger("spark_bsvm")
@@ -35,19 +35,23 @@ def resolve_mode(spark, mode):
 
 
 def train(df, function, arguments, *, features_col="features", label_col="label", weight_col=None,
-          num_partitions=None, mode="auto", check_data=None, description="spark-bsvm fit", fault_injection=None):
+          num_partitions=None, mode="auto", check_data=None, description="spark-bsvm fit", fault_injection=None,
+          stage_restarts=STAGE_RESTARTS):
     """``function(engine, **arguments)`` (a ``core`` training function) on the rows of ``df``; its model.
 
     The keyword arguments up to ``check_data`` are ``stage.TrainingData``'s; ``description`` names the fit
-    in the Spark UI; ``fault_injection`` is ``stage.TaskSpec``'s test hook (in the executor mode it kills
-    the Python worker of the coordinating task)."""
+    in the Spark UI; ``stage_restarts`` bounds how many times the training stage starts again after Spark
+    aborted it (driver mode: the fit resumes; executor mode: it starts over); ``fault_injection`` is
+    ``stage.TaskSpec``'s test hook (in the executor mode it kills the Python worker of the coordinating
+    task)."""
     if resolve_mode(df.sparkSession, mode) == "driver":
         with SparkEngine(df, features_col, label_col, weight_col, num_partitions, check_data,
-                         fault_injection=fault_injection, description=description) as engine:
+                         fault_injection=fault_injection, description=description,
+                         stage_restarts=stage_restarts) as engine:
             return function(engine, **arguments)
     data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description)
     spec = data.task_spec(secrets.token_hex(32), fit=HostedFit(function, arguments), fault_injection=fault_injection)
-    rows = data.run_stage(make_task(spec), fit_tag())  # the solver's progress goes to the executor's log
+    rows = data.run_stage(make_task(spec), fit_tag(), stage_restarts)  # the solver's progress: executor's log
     raise_task_errors(rows)
     (hosted,) = [row for row in rows if row["model"] is not None]
     for message in hosted["warnings"]:

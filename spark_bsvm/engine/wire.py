@@ -137,9 +137,9 @@ def send_hello(sock, secret, partition_id):
     sock.sendall(HELLO.pack(secret.encode(), partition_id))
 
 
-def recv_hello(sock, secret):
-    """Partition id of an authenticated task; raise PermissionError for a wrong secret."""
-    token, partition_id = HELLO.unpack(_recv_exactly(sock, HELLO.size))
+def read_hello(hello, secret):
+    """Partition id in ``hello`` (``HELLO.size`` bytes); raise PermissionError for a wrong secret."""
+    token, partition_id = HELLO.unpack(hello)
     if not hmac.compare_digest(token, secret.encode()):
         raise PermissionError("a connection presented a wrong secret")
     return partition_id

@@ -1,5 +1,6 @@
 """SparkEngine against LocalEngine, fault tolerance and the coordinator's security."""
 
+import logging
 import socket
 
 import numpy as np
@@ -9,9 +10,10 @@ from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
-from spark_bsvm.engine import SparkEngine, wire
+from spark_bsvm.engine import SparkEngine, rounds, wire
 from spark_bsvm.engine.session import check_barrier_possible
 from tests.conftest import to_df
+from tests.spark_bsvm.engine.test_rounds import still_open
 
 pytestmark = pytest.mark.spark
 KERNEL = KernelSpec("rbf", gamma=0.5)
@@ -65,23 +67,53 @@ def test_a_task_lost_mid_fit_resumes_to_the_same_model(spark, data, tmp_path):
     assert np.array_equal(disturbed.predict(X), undisturbed.predict(X))
 
 
-def test_coordinator_refuses_a_connection_without_the_secret(spark, data, caplog):
+def _with_hook(engine, hook):
+    """``engine`` with ``hook(round number)`` called before each of its rounds."""
+    run, count = engine.run, iter(range(1, 1 << 30))
+
+    def hooked(function, request, rebuild=None):
+        hook(next(count))
+        return run(function, request, rebuild)
+
+    engine.run = hooked
+    return engine
+
+
+def test_a_flood_of_strangers_during_a_fit_changes_nothing_and_is_never_waited_for(spark, data, monkeypatch,
+                                                                                   caplog):
+    """Idle connections, hellos cut short and wrong secrets arrive between rounds.  Their hello deadline is
+    set beyond the fit's length: a round that waited for a stranger would wait that long, and would have
+    closed it; every idle and slow stranger is still open and waiting when the fit ends."""
+    monkeypatch.setattr(rounds, "HELLO_TIMEOUT", 600.0)
     X, y = data
+    idle, slow, intruders = [], [], []
+
+    def flood(round_number):
+        if round_number > 10:
+            return
+        for _ in range(4):
+            idle.append(socket.create_connection(address))
+        slow.append(socket.create_connection(address))
+        slow[-1].sendall(wire.HELLO.pack(b"0" * 64, 0)[:20])
+        intruders.append(socket.create_connection(address))
+        wire.send_hello(intruders[-1], "0" * 64, 0)
+        wire.send(intruders[-1], {"function": "dual_round"})
+
     with SparkEngine(to_df(spark, X, y), num_partitions=2) as engine:
-        host, port = engine._coordinator.listener.getsockname()[:2]
-        intruder = socket.create_connection((host, port))
-        wire.send_hello(intruder, "0" * 64, 0)
-        wire.send(intruder, {"function": "dual_round"})
-        model = FITS["csvc"](engine)  # the fit refuses the intruder and goes on undisturbed
-        intruder.settimeout(5)
-        try:
-            closed = intruder.recv(1) == b""
-        except ConnectionResetError:
-            closed = True
-        assert closed  # the coordinator hung up on it
-        intruder.close()
-    _same_model(model, FITS["csvc"](LocalEngine(X, y, n_partitions=2)))
-    assert "wrong secret" in caplog.text
+        address = engine._coordinator.address
+        model = FITS["csvc"](_with_hook(engine, flood))
+        strangers = idle + slow
+        assert len(strangers) == 50 and len(engine._coordinator.newcomers) == 50
+        assert all(still_open(sock) for sock in strangers)  # none was read to its deadline
+        assert not any(still_open(sock) for sock in intruders)  # refused at once
+        assert engine._coordinator.refused == {"it presented a wrong secret": 10}
+    local = FITS["csvc"](LocalEngine(X, y, n_partitions=2))
+    _same_model(model, local)
+    assert model.metadata["rounds"] == local.metadata["rounds"] > 10
+    assert "refused a connection to the spark-bsvm coordinator: it presented a wrong secret" in caplog.text
+    assert "refused 10 connections during the fit" in caplog.text
+    for sock in strangers + intruders:
+        sock.close()
 
 
 def test_the_listener_closes_with_the_engine(spark, data):
@@ -128,7 +160,58 @@ def test_bad_rows_are_reported_by_their_task_once_without_retries(spark, rows, m
     assert engine._coordinator.listener.fileno() == -1 and not engine._thread.is_alive()
 
 
-def test_the_job_group_shows_nothing_of_the_secret(spark, data):
+def _scala_items(seq):
+    iterator = seq.iterator()
+    while iterator.hasNext():
+        yield iterator.next()
+
+
+def _shown_outside_the_driver(spark):
+    """The text the Spark UI, its REST API and the event log show of this application's jobs, stages and
+    SQL queries, and the properties of its running jobs (what a job start event records)."""
+    context, gateway = spark.sparkContext._jsc.sc(), spark.sparkContext._gateway
+    store = context.statusStore()
+    texts = []
+    for job in _scala_items(store.jobsList(None)):
+        texts += [job.name(), job.description().toString(), job.jobGroup().toString(), job.jobTags().toString()]
+    for stage in _scala_items(store.stageList(None, False, False, gateway.new_array(gateway.jvm.double, 0), None)):
+        texts += [stage.name(), stage.description().toString(), stage.details(), stage.failureReason().toString()]
+    for query in _scala_items(spark._jsparkSession.sharedState().statusStore().executionsList()):
+        texts += [query.description(), query.details(), query.physicalPlanDescription()]
+    for job in _scala_items(context.dagScheduler().activeJobs()):
+        texts.append(job.properties().toString())
+    return "\n".join(texts)
+
+
+def test_nothing_shown_outside_the_driver_carries_a_part_of_the_secret(spark, data, caplog):
+    """Read during the fit (the training job runs) and after it, with the log at INFO."""
+    caplog.set_level(logging.INFO)
     X, y = data
+    shown = []
     with SparkEngine(to_df(spark, X, y), num_partitions=2) as engine:
-        assert engine._secret[:6] not in engine._job_group and engine._job_group.startswith("spark-bsvm-fit-")
+        FITS["csvc"](_with_hook(engine, lambda round_number: round_number == 3 and shown.append(
+            _shown_outside_the_driver(spark))))
+        secret, group = engine._secret, engine._job_group
+    shown += [_shown_outside_the_driver(spark), caplog.text]
+    text = "\n".join(shown)
+    assert group in text and "spark-bsvm fit (600 rows, 2 tasks)" in text and len(text) > 10_000  # it is all there
+    pieces = {secret[i:i + 8] for i in range(len(secret) - 7)}  # 48 bits leaked before; 32 would be too many
+    assert not [piece for piece in pieces if piece in text]
+
+
+def test_four_lost_tasks_in_one_fit_resume_to_the_undisturbed_model(spark, data, tmp_path):
+    """Partition 0's task fails at the 4th round of each attempt, four times: more than Spark's stage
+    attempts allow (local[2,3]), so Spark aborts the stage and the engine starts a new one."""
+    X, y = data
+    marker = tmp_path / "faults-injected"
+
+    def fit(engine):
+        return fit_csvc(engine, C=3.0, kernel=KERNEL, tol=1e-9, working_set_size=64)
+
+    with SparkEngine(to_df(spark, X, y), num_partitions=2,
+                     fault_injection={"round": 4, "marker": str(marker), "times": 4}) as engine:
+        disturbed = fit(engine)
+    assert marker.read_text() == "xxxx"  # four faults really happened
+    undisturbed = fit(LocalEngine(X, y, n_partitions=2))
+    _same_model(disturbed, undisturbed, atol=1e-7)
+    assert np.array_equal(disturbed.predict(X), undisturbed.predict(X))

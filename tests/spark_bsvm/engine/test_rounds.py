@@ -1,0 +1,89 @@
+"""The coordinator's admission of connections, without Spark: tasks get in through a flood of strangers,
+and no stranger is ever waited for."""
+
+import socket
+import threading
+
+import pytest
+
+from spark_bsvm.engine import rounds, wire
+
+SECRET = "5e" * 32
+
+
+@pytest.fixture
+def coordinator():
+    coordinator = rounds.Coordinator("127.0.0.1", [0, 1], SECRET)
+    yield coordinator
+    coordinator.close()
+
+
+def still_open(sock):
+    """Whether the other side of ``sock`` (the coordinator) has neither closed it nor sent anything on it."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) is None
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
+def _task(address, pid, secret=SECRET):
+    sock = socket.create_connection(address)
+    wire.send_hello(sock, secret, pid)
+    return sock
+
+
+def test_tasks_are_admitted_through_more_strangers_than_are_held(coordinator):
+    """Strangers beyond ``max_newcomers`` push out the oldest ones; the tasks, whose hello comes with their
+    connection, get in among them.  The strangers are accepted while the coordinator waits (a thread
+    connects them): more than the listen backlog holds."""
+    address, flood = coordinator.address, 3 * coordinator.max_newcomers
+    strangers, tasks = [], []
+
+    def connect():
+        strangers.extend(socket.create_connection(address) for _ in range(flood))
+        tasks.append(_task(address, 0))
+        strangers.extend(socket.create_connection(address) for _ in range(10))
+        tasks.append(_task(address, 1))  # the last to connect: all strangers are accepted when it is
+
+    connecting = threading.Thread(target=connect)
+    connecting.start()
+    coordinator.accept_all(timeout=60)
+    connecting.join()
+    assert sorted(coordinator.conns) == [0, 1]
+    held = [sock for sock in strangers if still_open(sock)]
+    assert len(held) == len(coordinator.newcomers) <= coordinator.max_newcomers  # idle, not yet timed out
+    assert coordinator.refused == {"too many connections waited for their hello at once": flood + 10 - len(held)}
+    for sock in strangers + tasks:
+        sock.close()
+
+
+def test_a_hello_in_pieces_is_read_as_it_arrives_and_bad_hellos_are_refused(coordinator, caplog):
+    address = coordinator.address
+    wrong = _task(address, 0, secret="0" * 64)
+    unknown = _task(address, 7)
+    slow = socket.create_connection(address)
+    hello = wire.HELLO.pack(SECRET.encode(), 1)
+    slow.sendall(hello[:10])
+    coordinator._poll([], timeout=0.1)
+    assert coordinator.arrived == {} and len(coordinator.newcomers) == 1  # the slow one's first bytes
+    slow.sendall(hello[10:])
+    task = _task(address, 0)
+    coordinator.accept_all(timeout=60)
+    assert sorted(coordinator.conns) == [0, 1] and not still_open(wrong) and not still_open(unknown)
+    assert coordinator.refused == {"it presented a wrong secret": 1, "it named a partition this fit does not have": 1}
+    assert "refused a connection to the spark-bsvm coordinator: it presented a wrong secret" in caplog.text
+    for sock in (wrong, unknown, slow, task):
+        sock.close()
+
+
+def test_a_stranger_silent_past_its_deadline_is_dropped_at_the_next_poll(coordinator, monkeypatch):
+    monkeypatch.setattr(rounds, "HELLO_TIMEOUT", 0.0)
+    silent = socket.create_connection(coordinator.address)
+    for _ in range(3):  # accepted by one poll, dropped by a later one
+        coordinator._poll([], timeout=0.1)
+    assert coordinator.newcomers == {} and not still_open(silent)
+    assert coordinator.refused == {"it sent no complete hello within 0s": 1}
+    silent.close()
