@@ -153,12 +153,11 @@ def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None):
     rows, cols = _tile_shape(m, depth)
     pooled = n > rows and _worth_a_pool(n, m, depth, rows, cols)  # the threads share out row tiles
     workers = numba.get_num_threads() if pooled else 1
-    if is_sparse(X):
-        apply = _csr_tiles_times if pooled else _csr_tiles_times_serial
-        apply(X.data, X.indices, X.indptr, np.ascontiguousarray(Z.T), *args, rows, cols, coef, workers, out)
+    if is_sparse(X):  # the tile loop reads X through csr; the empty stand-ins keep its argument types fixed
+        X, csr, Zt = np.empty((0, X.shape[1])), (X.data, X.indices, X.indptr), np.ascontiguousarray(Z.T)
     else:
-        apply = _dense_tiles_times if pooled else _dense_tiles_times_serial
-        apply(X, Z, *args, rows, cols, coef, workers, out)
+        csr, Zt = (np.empty(0), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32)), np.empty((0, 0))
+    (_tiles_times if pooled else _tiles_times_serial)(X, csr, Z, Zt, *args, rows, cols, coef, workers, out)
     return out
 
 
@@ -318,9 +317,12 @@ def _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi):
 
 
 @numba.njit(**NJIT_PARALLEL)
-def _dense_tiles_times(X, Z, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, workers, out):
-    """out += K(X, Z) @ coef, a row tile at a time (its column tiles in turn) on each of ``workers`` threads."""
-    n, m = X.shape[0], Z.shape[0]
+def _tiles_times(X, csr, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, workers, out):
+    """out += K(X, Z) @ coef, a row tile at a time (its column tiles in turn) on each of ``workers`` threads.
+    Either X is dense and ``csr`` holds empty arrays, or ``csr`` = (data, indices, indptr) of a CSR X (X
+    then an empty stand-in), with Zt = Z transposed, shape (p, m)."""
+    n, m = out.shape[0], coef.shape[0]
+    data, indices, indptr = csr
     n_tiles = (n + rows - 1) // rows
     next_tile = np.zeros(1, dtype=np.int64)
     for _ in numba.prange(workers):  # each thread takes the next free tile until none is left
@@ -329,26 +331,10 @@ def _dense_tiles_times(X, Z, code, x_sq, z_sq, gamma, coef0, degree, rows, cols,
             lo, hi = t * rows, min(t * rows + rows, n)
             for jlo in range(0, m, cols):
                 jhi = min(jlo + cols, m)
-                dots = np.dot(X[lo:hi], Z[jlo:jhi].T)
-                finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
-                _add_tile_times(dots, coef[jlo:jhi], out[lo:hi])
-            t = fetch_add(next_tile, 1)
-
-
-@numba.njit(**NJIT_PARALLEL)
-def _csr_tiles_times(data, indices, indptr, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, workers,
-                     out):
-    """out += K(X, Z) @ coef for CSR X, as _dense_tiles_times; Zt is Z transposed, shape (p, m)."""
-    n, m = indptr.shape[0] - 1, Zt.shape[1]
-    n_tiles = (n + rows - 1) // rows
-    next_tile = np.zeros(1, dtype=np.int64)
-    for _ in numba.prange(workers):  # each thread takes the next free tile until none is left
-        t = fetch_add(next_tile, 1)
-        while t < n_tiles:
-            lo, hi = t * rows, min(t * rows + rows, n)
-            for jlo in range(0, m, cols):
-                jhi = min(jlo + cols, m)
-                dots = _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi)
+                if indptr.shape[0]:
+                    dots = _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi)
+                else:
+                    dots = np.dot(X[lo:hi], Z[jlo:jhi].T)
                 finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
                 _add_tile_times(dots, coef[jlo:jhi], out[lo:hi])
             t = fetch_add(next_tile, 1)
@@ -369,8 +355,7 @@ def _add_tile_times(dots, coef, out):
 # costs more than the tile when the cores are busy (measured: 19 ms against 59 us for a small block under load)
 _dense_tiles_serial = numba.njit(**NJIT)(_dense_tiles.py_func)
 _csr_tiles_serial = numba.njit(**NJIT)(_csr_tiles.py_func)
-_dense_tiles_times_serial = numba.njit(**NJIT)(_dense_tiles_times.py_func)
-_csr_tiles_times_serial = numba.njit(**NJIT)(_csr_tiles_times.py_func)
+_tiles_times_serial = numba.njit(**NJIT)(_tiles_times.py_func)
 
 
 @numba.njit(**NJIT)
