@@ -40,8 +40,8 @@ class CSVC(_BSVMEstimator, _CSVCParams, _CSVCSetters):
     model_class = CSVCModel
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
-                 coef0=0.0, C=1.0, tol=1e-3, maxIter=20000, workingSetSize=1024, predictionCol="prediction",
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma="scale",
+                 degree=3, coef0=0.0, C=1.0, tol=1e-3, maxIter=20000, workingSetSize=1024, predictionCol="prediction",
                  rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, thresholds=None,
                  seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto"):
         super().__init__()
@@ -66,8 +66,8 @@ class BudgetSVM(_BSVMEstimator, _BudgetSVMParams, _BudgetSVMSetters):
     model_class = BudgetSVMModel
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
-                 coef0=0.0, C=1.0, budget=100, norm="l1", prune=False, tol=1e-3, maxIter=20000,
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma="scale",
+                 degree=3, coef0=0.0, C=1.0, budget=100, norm="l1", prune=False, tol=1e-3, maxIter=20000,
                  workingSetSize=1024, predictionCol="prediction", rawPredictionCol="rawPrediction",
                  probabilityCol="probability", threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0,
                  numPartitions=None, coordinatorMode="auto"):
@@ -174,8 +174,8 @@ class L0SVM(_BSVMEstimator, _L0SVMParams, _L0SVMSetters):
     model_class = L0SVMModel
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
-                 coef0=0.0, C=1.0, CAlpha=0.2, margin="kernel", eps=1e-4, maxOuterIter=100,
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma="scale",
+                 degree=3, coef0=0.0, C=1.0, CAlpha=0.2, margin="kernel", eps=1e-4, maxOuterIter=100,
                  initialSet="random", initialSize=500, tol=1e-6, maxIter=20000, workingSetSize=1024,
                  predictionCol="prediction", rawPredictionCol="rawPrediction", probabilityCol="probability",
                  threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto"):
@@ -206,8 +206,8 @@ class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams, _EBSVMSetters):
     model_class = ElasticBudgetSVMModel
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
-                 coef0=0.0, budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0,
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma="scale",
+                 degree=3, coef0=0.0, budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0,
                  averageFraction=0.1, predictionCol="prediction", rawPredictionCol="rawPrediction",
                  probabilityCol="probability", threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0,
                  numPartitions=None, coordinatorMode="auto"):
@@ -244,8 +244,8 @@ class SpSVM(_BSVMEstimator, _SpSVMParams, _SpSVMSetters):
     model_class = SpSVMModel
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma=1.0, degree=3,
-                 coef0=0.0, maxBasis=100, regParam=1.0, kappa=10, basisSelection="method2",
+    def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma="scale",
+                 degree=3, coef0=0.0, maxBasis=100, regParam=1.0, kappa=10, basisSelection="method2",
                  retrain="schedule", tol=1e-6, maxIter=50, initialModelPath=None, predictionCol="prediction",
                  rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, thresholds=None,
                  seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto"):
