@@ -189,6 +189,7 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
     """
     budget, epochs, batch_size, seed = _check_args(budget, lam, kernel, epochs, batch_size, eta_theta,
                                                    average_fraction, seed)
+    kernel = kernel.for_data(engine)
     described = engine.run(ebsvm_describe, {})
     sizes = np.array([a["n"] for a in described], np.int64)
     keys = np.array([a["key"] for a in described], np.int64)

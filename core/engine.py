@@ -24,23 +24,27 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from core.kernels import feature_variance, scale_gamma
 from core.labels import encode_labels
 from core.partition.data import PartitionData
 from core.rows import as_rows, n_rows, take_rows
+from core.validation import check_weights
 
 
 class Engine(ABC):
     """Runs rounds of partition functions over a partitioned training set.
 
     Attributes every engine sets: ``n_features``, ``n_examples``,
-    ``classes`` (the two original label values, negative first) and
-    ``n_partitions``.
+    ``classes`` (the two original label values, negative first),
+    ``n_partitions`` and ``scale_gamma`` (scikit-learn's ``gamma="scale"``
+    for the training rows, ``core.kernels.scale_gamma``, unweighted).
     """
 
     n_features: int
     n_examples: int
     classes: list
     n_partitions: int
+    scale_gamma: float
 
     @abstractmethod
     def run(self, function, request, rebuild=None):
@@ -77,11 +81,7 @@ class LocalEngine(Engine):
         y, self.classes = encode_labels(labels)
         if y.shape[0] != n:
             raise ValueError(f"X has {n} rows but labels has {y.shape[0]} values")
-        if weights is None:
-            weights = np.ones(n)
-        weights = np.asarray(weights, np.float64)
-        if weights.shape != (n,) or not np.all(np.isfinite(weights)) or np.any(weights <= 0):
-            raise ValueError("weights must be a length-n array of positive finite numbers")
+        weights = np.ones(n) if weights is None else check_weights(weights, n)
         if not 1 <= n_partitions <= n:
             raise ValueError(f"n_partitions must be between 1 and the number of rows ({n}), got {n_partitions}")
         bounds = np.linspace(0, n, n_partitions + 1).astype(np.int64)
@@ -93,6 +93,7 @@ class LocalEngine(Engine):
         self.n_features = X.shape[1]
         self.n_examples = n
         self.n_partitions = n_partitions
+        self.scale_gamma = scale_gamma(self.n_features, feature_variance(X))
 
     def run(self, function, request, rebuild=None):
         answers = []

@@ -20,7 +20,7 @@ a block and its product with thousands of columns; no gain at 100 columns).
 """
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numba
 import numpy as np
@@ -33,6 +33,7 @@ from core.validation import check_positive
 
 RBF, LINEAR, POLY = 0, 1, 2
 _CODES = {"rbf": RBF, "linear": LINEAR, "poly": POLY}
+SCALE = "scale"  # KernelSpec's gamma that follows the data, as scikit-learn's SVC(gamma="scale")
 
 _TILE_MACS = 500_000  # multiply-adds per tile; OpenBLAS threads a GEMM from 2^19, and its threads would fight numba's
 _TILE_ROWS, _TILE_COLS = 128, 256  # largest tile: the dot products stay in L2
@@ -57,7 +58,10 @@ _TAYLOR = tuple(1.0 / math.factorial(i) for i in range(14))  # exp(r) to degree 
 class KernelSpec:
     """A kernel and its parameters: name 'rbf', 'linear' or 'poly'.
 
-    ``gamma`` is used by rbf and poly, ``degree`` and ``coef0`` by poly only.
+    ``gamma`` is used by rbf and poly, ``degree`` and ``coef0`` by poly only.  ``gamma="scale"``
+    (``SCALE``) stands for scikit-learn's data-dependent value 1 / (n_features Var(X)) (see
+    ``scale_gamma``): a training function replaces it with its data's value (``for_data``) before any
+    kernel is computed, and the model it returns records that number.
     """
 
     name: str = "rbf"
@@ -68,8 +72,9 @@ class KernelSpec:
     def __post_init__(self):
         if not isinstance(self.name, str) or self.name not in _CODES:
             raise ValueError(f"unknown kernel {self.name!r}: use one of {sorted(_CODES)}")
-        check_positive(gamma=self.gamma)
-        gamma, coef0 = float(self.gamma), _number(self.coef0)
+        if self.gamma != SCALE:
+            check_positive(gamma=self.gamma)
+        gamma, coef0 = self.gamma if self.gamma == SCALE else float(self.gamma), _number(self.coef0)
         if coef0 is None:
             raise ValueError(f"coef0 must be a finite number, got {self.coef0!r}")
         if isinstance(self.degree, bool) or not isinstance(self.degree, (int, np.integer)) or self.degree < 1:
@@ -84,6 +89,11 @@ class KernelSpec:
     def code(self):
         """Integer code of the kernel: RBF, LINEAR or POLY."""
         return _CODES[self.name]
+
+    def for_data(self, engine):
+        """This spec with ``gamma="scale"`` replaced by the value for ``engine``'s training data
+        (``engine.scale_gamma``); the spec itself when its gamma is a number."""
+        return replace(self, gamma=engine.scale_gamma) if self.gamma == SCALE else self
 
     def to_dict(self):
         """The spec as a dict of plain JSON-able values."""
@@ -238,9 +248,27 @@ def _number(value):
     return value if math.isfinite(value) else None
 
 
+def scale_gamma(n_features, variance):
+    """scikit-learn's ``gamma="scale"``: 1 / (n_features Var(X)), Var(X) the (unweighted, population)
+    variance of all n x n_features feature values, zeros of sparse rows included; 1.0 when that variance
+    is 0 (constant features), as scikit-learn."""
+    return 1.0 / (n_features * variance) if variance != 0 else 1.0
+
+
+def feature_variance(X):
+    """Var(X) over all values of the row block X (zeros of a CSR block included), as ``numpy.var``."""
+    if is_sparse(X):
+        n_values = X.shape[0] * X.shape[1]
+        mean = X.data.sum() / n_values
+        return max(float(np.square(X.data).sum() / n_values - mean * mean), 0.0)
+    return float(X.var())
+
+
 def _code(spec):
     if not isinstance(spec, KernelSpec):
         raise TypeError(f"spec must be a KernelSpec, got {type(spec).__name__} (use KernelSpec.from_dict for a dict)")
+    if spec.gamma == SCALE:
+        raise ValueError("gamma='scale' follows the training data: replace it with spec.for_data(engine) first")
     return spec.code
 
 

@@ -93,7 +93,7 @@ def fit_l0svm(engine, *, C_xi=1.0, C_alpha=0.2, kernel=None, margin="kernel", ep
     ``metadata["support_sizes"]``: |A| at the start and after each outer
     iteration (the paper's Figure 5).
     """
-    kernel = kernel or KernelSpec()
+    kernel = (kernel or KernelSpec()).for_data(engine)
     check_positive(C_xi=C_xi, C_alpha=C_alpha, eps=eps, tol=tol)
     if margin not in MARGINS:
         raise ValueError(f"margin must be one of {MARGINS}, got {margin!r}")

@@ -15,6 +15,8 @@ def encode_labels(labels):
         raise ValueError(f"labels must be a 1-D array, got shape {labels.shape}")
     if labels.size == 0:
         raise ValueError("the training data is empty: there are no labels")
+    if labels.dtype == object and any(v is None for v in labels):
+        raise ValueError(f"labels contain {sum(v is None for v in labels)} null value(s); drop or fill those rows")
     classes = two_classes(np.unique(labels))
     y = np.where(labels == classes[1], 1.0, -1.0)
     return y, classes

@@ -35,7 +35,11 @@ def as_rows(X, n_features=None):
             X.sum_duplicates()  # also sorts the indices of each row
         values = X.data
     else:
-        X = np.asarray(X, dtype=np.float64)
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:  # rows of different lengths, None or text among the values
+            raise ValueError("rows must all hold the same number of numbers (a 2-D array): found rows of different "
+                             f"lengths or values that are not numbers ({type(exc).__name__})") from None
         if X.ndim != 2:
             hint = " (use x.reshape(1, -1) for a single row)" if X.ndim == 1 else ""
             raise ValueError(f"expected a 2-D block of rows, got an array of shape {X.shape}{hint}")

@@ -419,6 +419,7 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
     """
     if not isinstance(kernel, KernelSpec):
         raise ValueError("kernel must be a KernelSpec, e.g. KernelSpec('rbf', gamma=1.0)")
+    kernel = kernel.for_data(engine)
     check_positive(lam=lam)
     if int(max_basis) != max_basis or max_basis < 1:
         raise ValueError(f"max_basis must be an integer >= 1, got {max_basis!r}")

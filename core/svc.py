@@ -46,7 +46,7 @@ def _to_model(engine, kernel, solution, method, params, extra=None):
 @one_blas_thread
 def fit_csvc(engine, *, C=1.0, kernel=None, tol=1e-3, working_set_size=1024, max_rounds=20_000):
     """Train LIBSVM's C-SVC on ``engine``; per-example weights scale the box (C w_i)."""
-    kernel = kernel or KernelSpec()
+    kernel = (kernel or KernelSpec()).for_data(engine)
     check_positive(C=C, tol=tol)
     solution = solve_dual(engine, kernel, DualProblem(C=C), tol=tol,
                           working_set_size=working_set_size, max_rounds=max_rounds)
@@ -63,7 +63,7 @@ def fit_budget_svm(engine, *, budget, C=1.0, norm="l1", kernel=None, tol=1e-3, w
     ``prune``: keep only the B largest weights afterwards (section 5);
     ``ball``: how budget-L2 handles sum a^2 <= C^2 (see the module doc).
     """
-    kernel = kernel or KernelSpec()
+    kernel = (kernel or KernelSpec()).for_data(engine)
     check_positive(C=C, tol=tol, budget=budget)
     if norm not in NORMS:
         raise ValueError(f"norm must be 'l1' or 'l2', got {norm!r}")
@@ -83,13 +83,9 @@ def fit_budget_svm(engine, *, budget, C=1.0, norm="l1", kernel=None, tol=1e-3, w
               "kernel": kernel.to_dict(), "prune": prune, "ball": ball}
     model = _to_model(engine, kernel, solution, f"budget_{norm}", params, extra)
     if norm == "l1" and model.n_support > 2 * budget:
-        log.warning("budget-L1 SVM kept %d support vectors for budget B = %d%s: B bounds the worst-classified "
-                    "examples the loss sees, not the support.  Every example tied at the B-th margin is a "
-                    "support vector (Theorem 2), and there are many when B is below the support the data "
-                    "needs or when more than B training examples are misclassified (noisy labels).  For a "
-                    "hard cap use SpSVM (maxBasis) or the elastic budget SVM (budget); "
-                    "bench/bench_budget_pruning.py measures what pruning costs", model.n_support, budget,
-                    f", pruned to {budget}" if prune else "")
+        log.warning("budget-L1 SVM kept %d support vectors for budget B = %d%s, more than 2B: B counts the "
+                    "worst-classified examples, not support vectors (a hard cap: SpSVM's maxBasis, "
+                    "ElasticBudgetSVM's budget)", model.n_support, budget, f" (pruned to {budget})" if prune else "")
     return model.pruned(int(budget)) if prune else model
 
 

@@ -1,6 +1,8 @@
-"""Argument checks shared by the training functions, the kernel spec and the Spark params."""
+"""Argument checks shared by the training functions, the kernel spec, the engines and the Spark params."""
 
 import math
+
+import numpy as np
 
 
 def check_positive(**values):
@@ -12,3 +14,18 @@ def check_positive(**values):
             ok = False
         if not ok:
             raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+
+
+def check_weights(weights, n):
+    """``weights`` as a float64 array of n positive finite numbers, or a ValueError naming what is wrong
+    with them (the engines train on positive weights only: rows of weight 0 contribute nothing)."""
+    weights = np.asarray(weights, np.float64)
+    if weights.shape != (n,):
+        raise ValueError(f"weights must hold one number per row ({n}), got shape {weights.shape}")
+    problems = [(np.count_nonzero(~np.isfinite(weights)), "NaN or infinite"),
+                (np.count_nonzero(weights < 0), "negative"), (np.count_nonzero(weights == 0), "0")]
+    for count, kind in problems:
+        if count:
+            raise ValueError(f"weights has {count} value(s) that are {kind}; weights must be positive and finite "
+                             "(drop the rows of weight 0: they contribute nothing)")
+    return weights

@@ -1,8 +1,11 @@
 """From a DataFrame to the numpy blocks the tasks hold: checks on the driver, Arrow to numpy in the task."""
 
+from dataclasses import dataclass
+
 import numpy as np
 from pyspark.errors.exceptions.base import IllegalArgumentException
 
+from core.kernels import scale_gamma
 from core.labels import two_classes
 
 
@@ -106,12 +109,53 @@ def check_schema(df, features_col, label_col, weight_col=None):
                           "number")
 
 
+@dataclass(frozen=True)
+class DataSummary:
+    """What the checks of the training data found: the two label values (negative first), the rows, the
+    partitions (up to the last non-empty one), the feature count and scikit-learn's ``gamma="scale"``
+    for these rows (``core.kernels.scale_gamma``)."""
+
+    classes: list
+    n_rows: int
+    n_partitions: int
+    n_features: int
+    scale_gamma: float
+
+
+def _feature_moments(values):
+    """Per-row columns of the feature values ``values`` (an array<double> column): entries, a flag for a
+    NaN, infinite or null entry, the row's mean and the sum of its squared deviations from that mean (two
+    passes over the row, so that the variance does not lose digits to a large mean)."""
+    from pyspark.sql import functions as F
+
+    size = F.size(values)
+    mean = F.when(size > 0, F.aggregate(values, F.lit(0.0), lambda acc, x: acc + x) / size)
+    squares = F.aggregate(values, F.lit(0.0), lambda acc, x: acc + (x - mean) * (x - mean))
+    bad = F.exists(values, lambda x: x.isNull() | F.isnan(x) | (F.abs(x) == float("inf")))
+    return size, bad, mean, squares
+
+
+def _variance(groups, n_features):
+    """Var(X) over every feature value, from each label group's rows, sum of within-row squared deviations,
+    and mean and population variance of its row means (all rows have ``n_features`` entries)."""
+    n = sum(g["rows"] for g in groups)
+    mean = sum(g["rows"] * g["mean_of_means"] for g in groups) / n
+    between = sum(g["rows"] * (g["var_of_means"] + (g["mean_of_means"] - mean) ** 2) for g in groups) / n
+    return sum(g["squares"] for g in groups) / (n * n_features) + between
+
+
 def check_training_data(prepared, features_col, label_col, weight_col=None):
-    """(the two label values, the row count, the partition count) of the training data, or a ValueError
-    naming the problem.  Weights must be finite and >= 0 (the estimators' rule), and the engine itself
-    takes positive weights only (as ``LocalEngine``): the estimators drop the rows of weight 0 first.  The
-    partition count comes with the checks' one pass over the data (Spark Connect has no cheaper way to
-    it); it counts up to the last non-empty partition."""
+    """The ``DataSummary`` of the training data (columns features, label and, with ``weight_col``, weight),
+    or a ValueError naming the problem, from one aggregation over the data (a Spark job that ends in
+    seconds, before any training task starts): no rows, null labels, labels other than two values, null
+    features, NaN, infinite or null feature values, vectors of different sizes, weights that are null,
+    NaN, infinite, negative or 0.  The estimators drop the rows of weight 0 first (they contribute nothing;
+    MLlib's meaning); the engine itself takes positive weights only, as ``LocalEngine``.
+
+    Sparse vectors are expanded to their full size for the checks (as ``transform`` does); the partition
+    count comes with the same pass (Spark Connect has no cheaper way to it)."""
+    from pyspark.ml.functions import vector_to_array
+    from pyspark.ml.linalg import VectorUDT
     from pyspark.sql import functions as F
 
     bad_weight = zero_weight = F.lit(False)
@@ -119,21 +163,40 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
         w = F.col("weight")
         bad_weight = w.isNull() | F.isnan(w) | (w < 0) | (w == float("inf"))
         zero_weight = w == 0
+    features = F.col("features")
+    is_vector = isinstance(prepared.schema["features"].dataType, VectorUDT)
+    values = F.when(features.isNotNull(), vector_to_array(features)) if is_vector else features.cast("array<double>")
+    size, bad, mean, squares = _feature_moments(values)
+    good = features.isNotNull() & ~bad
     groups = prepared.withColumn("partition", F.spark_partition_id()).groupBy("label").agg(
-        F.count(F.lit(1)).alias("rows"), F.sum(F.col("features").isNull().cast("long")).alias("null_features"),
+        F.count(F.lit(1)).alias("rows"), F.sum(features.isNull().cast("long")).alias("null_features"),
+        F.sum(bad.cast("long")).alias("bad_values"), F.min(size).alias("min_size"), F.max(size).alias("max_size"),
         F.sum(bad_weight.cast("long")).alias("bad_weights"), F.sum(zero_weight.cast("long")).alias("zero_weights"),
-        F.max("partition").alias("last_partition"),
+        F.max("partition").alias("last_partition"), F.sum(F.when(good, squares)).alias("squares"),
+        F.avg(F.when(good, mean)).alias("mean_of_means"), F.var_pop(F.when(good, mean)).alias("var_of_means"),
     ).collect()
     n_rows = sum(g["rows"] for g in groups)
     if n_rows == 0:
-        raise ValueError("the training data is empty: the DataFrame has no rows")
+        raise ValueError("the training data is empty: the DataFrame has no rows" + (
+            " of weight > 0 (the rows of weight 0 are dropped: they contribute nothing)" if weight_col else ""))
     null_labels = sum(g["rows"] for g in groups if g["label"] is None)
     if null_labels:
         raise ValueError(f"label column '{label_col}' has {null_labels} null value(s); drop or fill those rows")
+    classes = two_classes([g["label"] for g in groups])
     null_features = sum(g["null_features"] for g in groups)
     if null_features:
         raise ValueError(f"features column '{features_col}' has {null_features} null value(s); "
                          "drop or impute those rows")
+    bad_values = sum(g["bad_values"] for g in groups)
+    if bad_values:
+        raise ValueError(f"features column '{features_col}' has {bad_values} row(s) with NaN, infinite or null "
+                         "values; drop or impute those rows (pyspark.ml.feature.Imputer)")
+    sizes = (min(g["min_size"] for g in groups), max(g["max_size"] for g in groups))
+    if sizes[0] != sizes[1]:
+        raise ValueError(f"features column '{features_col}' holds vectors of different sizes ({sizes[0]} to "
+                         f"{sizes[1]} entries); assemble every row with the same features")
+    if sizes[0] == 0:
+        raise ValueError(f"features column '{features_col}' holds vectors of 0 entries: there are no features")
     bad_weights = sum(g["bad_weights"] for g in groups)
     if bad_weights:
         raise ValueError(f"weight column '{weight_col}' has {bad_weights} value(s) that are null, NaN, infinite "
@@ -142,8 +205,9 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     if zero_weights:  # the estimators drop these rows before: only SparkEngine's own callers get here
         raise ValueError(f"weight column '{weight_col}' has {zero_weights} weight(s) of 0: SparkEngine trains on "
                          "positive weights only; drop those rows (they contribute nothing), as the estimators do")
-    n_partitions = max(g["last_partition"] for g in groups) + 1
-    return two_classes([g["label"] for g in groups]), int(n_rows), int(n_partitions)
+    n_features = int(sizes[0])
+    return DataSummary(classes, int(n_rows), int(max(g["last_partition"] for g in groups)) + 1, n_features,
+                       scale_gamma(n_features, _variance(groups, n_features)))
 
 
 def _check_sizes(sizes, n_features):

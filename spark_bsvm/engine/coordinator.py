@@ -55,7 +55,7 @@ class SparkEngine(Engine):
                  stage_restarts=STAGE_RESTARTS):
         data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description)
         self.n_partitions, self.n_examples = data.n_partitions, data.n_examples
-        self.n_features, self.classes = data.n_features, data.classes
+        self.n_features, self.classes, self.scale_gamma = data.n_features, data.classes, data.scale_gamma
         self._spark = data.spark
         self._secret = secrets.token_hex(32)
         self._job_group = fit_tag()

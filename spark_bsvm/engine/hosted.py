@@ -17,6 +17,7 @@ import signal
 
 from core.engine import Engine
 from core.partition import function_name
+from core.separation import warn_if_one_class
 from spark_bsvm.engine.blocks import partition_block
 from spark_bsvm.engine.rounds import Coordinator, LostTask
 from spark_bsvm.engine.stage import UNREACHABLE
@@ -31,7 +32,7 @@ class TaskEngine(Engine):
         self.state = {}
         self.rounds = 0
         self.n_features, self.n_examples = spec.n_features, spec.n_examples
-        self.classes, self.n_partitions = list(spec.classes), spec.n_partitions
+        self.classes, self.n_partitions, self.scale_gamma = list(spec.classes), spec.n_partitions, spec.scale_gamma
         self.fault_injection = spec.fault_injection
 
     def run(self, function, request, rebuild=None):
@@ -76,6 +77,7 @@ def host_fit(context, batches, spec):
             engine = TaskEngine(coordinator, partition_block(batches, 0, spec.n_features, spec.classes,
                                                              spec.has_weight), spec)
             model = spec.fit.function(engine, **spec.fit.arguments)
+            warn_if_one_class(engine, model)
         except LostTask:
             raise  # the stage is failing: Spark retries it as a whole
         except Exception as exc:  # a bug or bad input: the same again on a retry, so it ends the fit

@@ -85,6 +85,7 @@ class TaskSpec:
     has_weight: bool
     n_partitions: int
     n_examples: int
+    scale_gamma: float
     address: Optional[tuple] = None
     fit: Optional[HostedFit] = None
     fault_injection: Optional[dict] = None
@@ -95,13 +96,14 @@ class TrainingData:
 
     ``df`` must have a vector (or numeric array) column ``features_col``, a label column with exactly
     two values and optionally a weight column of positive weights (the estimators drop the rows of weight
-    0 first).  ``check_data(n_features, classes)``: the caller's checks of the data's shape; they run
+    0 first): ``blocks.check_training_data`` checks it all in one aggregation, which also gives
+    ``scale_gamma``.  ``check_data(n_features, classes)``: the caller's checks of the data's shape; they run
     before the stage holds the slots.  ``description`` names the fit in the progress log and the Spark UI.
     """
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
                  check_data=None, description="spark-bsvm fit"):
-        from pyspark.ml.linalg import Vector
+        from pyspark.ml.linalg import VectorUDT
         from pyspark.sql import functions as F
 
         self.description, self.progress = description, progress_logger()
@@ -115,13 +117,12 @@ class TrainingData:
             columns.append(F.col(weight_col).cast("double").alias("weight"))
         prepared = df.select(*columns)
         self.has_weight = bool(weight_col)
-        self.classes, self.n_examples, input_partitions = check_training_data(prepared, features_col, label_col,
-                                                                              weight_col)
-        first = prepared.select("features").first()["features"]
-        if isinstance(first, Vector):
-            self.n_features = int(first.size)
-        else:  # an array column: the tasks read it as list<double>, dense rows
-            self.n_features = len(first)
+        summary = check_training_data(prepared, features_col, label_col, weight_col)
+        self.classes, self.n_examples, self.n_features = summary.classes, summary.n_rows, summary.n_features
+        self.scale_gamma = summary.scale_gamma
+        input_partitions = summary.n_partitions
+        if not isinstance(prepared.schema["features"].dataType, VectorUDT):
+            # an array column: the tasks read it as list<double>, dense rows
             prepared = prepared.withColumn("features", F.col("features").cast("array<double>"))
         if check_data is not None:
             check_data(self.n_features, self.classes)
@@ -131,7 +132,7 @@ class TrainingData:
 
     def task_spec(self, secret, **kwargs):
         return TaskSpec(secret, self.n_features, self.classes, self.has_weight, self.n_partitions, self.n_examples,
-                        **kwargs)
+                        self.scale_gamma, **kwargs)
 
     def run_stage(self, task, tag, restarts=0):
         """Run ``task`` on every partition in one barrier stage; the tasks' output rows.  When Spark aborts

@@ -15,6 +15,7 @@ import logging
 import secrets
 
 from core.model import KernelExpansion
+from core.separation import warn_if_one_class
 from spark_bsvm.engine.coordinator import SparkEngine, fit_tag
 from spark_bsvm.engine.session import is_connect
 from spark_bsvm.engine.stage import STAGE_RESTARTS, HostedFit, TrainingData, raise_task_errors
@@ -38,6 +39,8 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
           num_partitions=None, mode="auto", check_data=None, description="spark-bsvm fit", fault_injection=None,
           stage_restarts=STAGE_RESTARTS):
     """``function(engine, **arguments)`` (a ``core`` training function) on the rows of ``df``; its model.
+    A model that predicts one class for every training row is logged as a warning
+    (``core.separation.warn_if_one_class``, in either mode).
 
     The keyword arguments up to ``check_data`` are ``stage.TrainingData``'s; ``description`` names the fit
     in the Spark UI; ``stage_restarts`` bounds how many times the training stage starts again after Spark
@@ -48,7 +51,9 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
         with SparkEngine(df, features_col, label_col, weight_col, num_partitions, check_data,
                          fault_injection=fault_injection, description=description,
                          stage_restarts=stage_restarts) as engine:
-            return function(engine, **arguments)
+            model = function(engine, **arguments)
+            warn_if_one_class(engine, model)
+            return model
     data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description)
     spec = data.task_spec(secrets.token_hex(32), fit=HostedFit(function, arguments), fault_injection=fault_injection)
     rows = data.run_stage(make_task(spec), fit_tag(), stage_restarts)  # the solver's progress: executor's log

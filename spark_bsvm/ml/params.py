@@ -16,7 +16,7 @@ from pyspark.ml.classification import _ProbabilisticClassifierParams
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasSeed, HasWeightCol
 
-from core.kernels import KernelSpec
+from core.kernels import SCALE, KernelSpec
 from core.l0svm import MARGINS
 from core.spsvm import RETRAINS, SELECTIONS
 from core.svc import NORMS
@@ -56,6 +56,16 @@ def in_range(low, high, closed_high, note=""):
 def finite(name, value):
     if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def _gamma_or_scale(value):
+    """The gamma param's converter: 'scale' as it is, a number as a float."""
+    if value == SCALE:
+        return SCALE
+    try:
+        return TypeConverters.toFloat(value)
+    except TypeError:
+        raise TypeError(f"gamma must be a number > 0 or 'scale', got {value!r}") from None
 
 
 def class_thresholds(name, value):
@@ -164,13 +174,16 @@ class _KernelParams(Params):
 
     kernel = Param(Params._dummy(), "kernel", "kernel function: 'rbf' exp(-gamma ||x-z||^2), 'linear' x.z "
                    "or 'poly' (gamma x.z + coef0)^degree (LIBSVM's parameterisation)", TypeConverters.toString)
-    gamma = Param(Params._dummy(), "gamma", "kernel coefficient of 'rbf' and 'poly' (> 0)", TypeConverters.toFloat)
+    gamma = Param(Params._dummy(), "gamma", "kernel coefficient of 'rbf' and 'poly': a number > 0, or 'scale' "
+                  "(the default, scikit-learn's: 1 / (numFeatures * Var(X)), Var(X) the unweighted variance of all "
+                  "feature values of the training rows, 1 when that is 0; the fitted model records the number)",
+                  _gamma_or_scale)
     degree = Param(Params._dummy(), "degree", "degree of the 'poly' kernel (integer >= 1)", TypeConverters.toInt)
     coef0 = Param(Params._dummy(), "coef0", "independent term of the 'poly' kernel", TypeConverters.toFloat)
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(kernel="rbf", gamma=1.0, degree=3, coef0=0.0)
+        self._setDefault(kernel="rbf", gamma=SCALE, degree=3, coef0=0.0)
 
     def getKernel(self):
         return self.getOrDefault(self.kernel)

@@ -13,17 +13,6 @@ def test_labels_map_to_signs_and_back():
     assert decode_labels(np.array([0.3, -2.0]), classes).tolist() == ["b", "a"]
 
 
-@pytest.mark.parametrize("labels, message", [
-    (np.array([1, 1, 1]), r"exactly two label values, found 1: \[1\]"),
-    (np.array([0, 1, 2]), r"found 3: \[0, 1, 2\]; for more classes wrap the estimator in OneVsRest"),
-    (np.array([0.0, np.nan]), "NaN or infinite"),
-    (np.array([]), "empty"),
-])
-def test_bad_labels_are_named(labels, message):
-    with pytest.raises(ValueError, match=message):
-        encode_labels(labels)
-
-
 def test_partitions_cover_the_rows_once():
     X = np.arange(20.0).reshape(10, 2)
     engine = LocalEngine(X, np.arange(10) % 2, n_partitions=3)
@@ -32,13 +21,40 @@ def test_partitions_cover_the_rows_once():
     np.testing.assert_array_equal(np.vstack([p.rows for p in engine.partitions]), X)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(n_partitions=0), "n_partitions must be between 1"),
-    (dict(weights=-np.ones(4)), "weights must be"),
-    (dict(labels=np.array([0, 1, 0])), "X has 4 rows but labels has 3"),
+X4 = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+Y4 = np.array([0, 1, 0, 1])
+LABELS = r"binary classification needs exactly two label values, found {}; for more classes wrap the estimator " \
+         r"in OneVsRest"
+WEIGHTS = r"weights has {} value\(s\) that are {}; weights must be positive and finite \(drop the rows of weight 0: " \
+          r"they contribute nothing\)"
+NOT_FINITE = "rows contain NaN or infinity: impute or drop those values first"
+RAGGED = r"rows must all hold the same number of numbers \(a 2-D array\): found rows of different lengths or " \
+         r"values that are not numbers \(ValueError\)"
+
+
+@pytest.mark.parametrize("kwargs, message", [  # the in-process bad-input matrix (the Spark one: test_bad_input)
+    (dict(X=np.zeros((0, 2)), labels=np.array([])), "the training data is empty: there are no labels"),
+    (dict(X=X4[:1], labels=Y4[:1]), LABELS.format(r"1: \[0\]")),
+    (dict(labels=np.ones(4)), LABELS.format(r"1: \[1.0\]")),
+    (dict(labels=np.array([0, 1, 2, 0])), LABELS.format(r"3: \[0, 1, 2\]")),
+    (dict(labels=np.array([0.0, 1.0, np.nan, 0.0])), "labels contain NaN or infinite values; drop or fix those rows"),
+    (dict(labels=[0, 1, None, 0]), r"labels contain 1 null value\(s\); drop or fill those rows"),
+    (dict(labels=np.array([[0, 1], [1, 0]])), r"labels must be a 1-D array, got shape \(2, 2\)"),
+    (dict(labels=np.array([0, 1, 0])), "X has 4 rows but labels has 3 values"),
+    (dict(X=np.where(X4 == 1.0, np.nan, X4)), NOT_FINITE),
+    (dict(X=np.where(X4 == 1.0, -np.inf, X4)), NOT_FINITE),
+    (dict(X=[[0.0, 1.0], [1.0], [1.0, 1.0], [0.0, 0.0]]), RAGGED),
+    (dict(X=[[0.0, 1.0], None, [1.0, 1.0], [0.0, 0.0]]), RAGGED),
+    (dict(X=np.zeros(4)), r"expected a 2-D block of rows, got an array of shape \(4,\) \(use x.reshape\(1, -1\) for a "
+                          r"single row\)"),
+    (dict(weights=-np.ones(4)), WEIGHTS.format(4, "negative")),
+    (dict(weights=np.array([1.0, np.nan, 1.0, np.inf])), WEIGHTS.format(2, "NaN or infinite")),
+    (dict(weights=np.array([1.0, 0.0, 1.0, 1.0])), WEIGHTS.format(1, "0")),
+    (dict(weights=np.zeros(4)), WEIGHTS.format(4, "0")),
+    (dict(weights=np.ones(3)), r"weights must hold one number per row \(4\), got shape \(3,\)"),
+    (dict(n_partitions=0), "n_partitions must be between 1 and the number of rows \\(4\\), got 0"),
 ])
-def test_engine_rejects_bad_input(kwargs, message):
-    args = dict(X=np.zeros((4, 2)), labels=np.array([0, 1, 0, 1]))
-    args.update(kwargs)
-    with pytest.raises(ValueError, match=message):
+def test_bad_input_is_named_in_one_line(kwargs, message):
+    args = dict(dict(X=X4, labels=Y4), **kwargs)
+    with pytest.raises(ValueError, match=f"^{message}$"):
         LocalEngine(**args)

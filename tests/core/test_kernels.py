@@ -213,3 +213,39 @@ def test_spec_validation(kwargs, message):
 def test_from_dict_rejects_unknown_keys():
     with pytest.raises(ValueError, match=r"unknown kernel parameters \['C'\]"):
         KernelSpec.from_dict({"name": "rbf", "C": 1.0})
+
+
+def _scale_data():
+    rng = np.random.default_rng(7)
+    X = rng.normal(loc=5.0, scale=[0.5, 1.0, 3.0], size=(60, 3)) * (rng.random((60, 3)) < 0.7)
+    return X, np.where(X[:, 0] > 2.0, 1, 0)
+
+
+def test_gamma_scale_is_scikit_learns():
+    sklearn_svm = pytest.importorskip("sklearn.svm")
+    from core.engine import LocalEngine
+    from core.kernels import feature_variance, scale_gamma
+
+    X, y = _scale_data()
+    expected = sklearn_svm.SVC(gamma="scale").fit(X, y)._gamma
+    assert scale_gamma(3, feature_variance(X)) == pytest.approx(expected, rel=1e-14)
+    assert scale_gamma(3, feature_variance(sp.csr_matrix(X))) == pytest.approx(expected, rel=1e-12)
+    assert sklearn_svm.SVC(gamma="scale").fit(sp.csr_matrix(X), y)._gamma == pytest.approx(expected, rel=1e-12)
+    assert LocalEngine(X, y, n_partitions=3).scale_gamma == pytest.approx(expected, rel=1e-14)
+    assert scale_gamma(3, feature_variance(np.full((4, 3), 2.5))) == 1.0  # constant features, as scikit-learn
+
+
+def test_a_fit_with_gamma_scale_records_the_number_it_used():
+    from core.engine import LocalEngine
+    from core.svc import fit_csvc
+
+    X, y = _scale_data()
+    engine = LocalEngine(X, y)
+    model = fit_csvc(engine, kernel=KernelSpec("rbf", gamma="scale"))
+    assert model.kernel == KernelSpec("rbf", gamma=engine.scale_gamma)
+    assert model.metadata["params"]["kernel"]["gamma"] == engine.scale_gamma
+    same = fit_csvc(engine, kernel=KernelSpec("rbf", gamma=engine.scale_gamma))
+    np.testing.assert_array_equal(model.coef, same.coef)
+    with pytest.raises(ValueError, match=r"gamma='scale' follows the training data: replace it with "
+                                         r"spec.for_data\(engine\) first"):
+        kernel_block(X, X, KernelSpec(gamma="scale"))

@@ -24,7 +24,7 @@ def test_an_executor_without_the_package_reports_it_in_one_line(tmp_path):
     (stub / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'spark_bsvm'\", "
                                       "name='spark_bsvm')\n")
     spec = TaskSpec("0" * 64, n_features=2, classes=[0.0, 1.0], has_weight=False, n_partitions=1, n_examples=2,
-                    address=("127.0.0.1", 9))
+                    scale_gamma=1.0, address=("127.0.0.1", 9))
     executor = subprocess.run([sys.executable, "-c", EXECUTOR], input=cloudpickle.dumps(make_task(spec)),
                               cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(stub.parent)), capture_output=True,
                               timeout=120)

@@ -71,48 +71,6 @@ def test_params_are_documented_and_copied():
     assert copy.getC() == 5.0 and estimator.getC() == 1.0 and copy.getOrDefault("budget") == 7
 
 
-@pytest.mark.parametrize("rows, message", [
-    ([(Vectors.dense([0.0]), 0.0), (Vectors.dense([1.0]), 1.0), (Vectors.dense([2.0]), 2.0)],
-     r"exactly two label values, found 3: \[0.0, 1.0, 2.0\]"),
-    ([(Vectors.dense([0.0]), 1.0), (Vectors.dense([1.0]), 1.0)], r"found 1: \[1.0\]"),
-    ([(Vectors.dense([0.0]), 0.0), (None, 1.0)], "features column 'features' has 1 null value"),
-    ([(Vectors.dense([0.0]), 0.0), (Vectors.dense([1.0]), None)], "label column 'label' has 1 null value"),
-])
-def test_bad_training_data_is_named(spark, rows, message):
-    df = spark.createDataFrame(rows, ["features", "label"])
-    with pytest.raises(ValueError, match=message):
-        CSVC(numPartitions=1).fit(df)
-
-
-@pytest.mark.parametrize("rows, message", [
-    ([(Vectors.dense([0.0, 1.0]), 0.0), (Vectors.dense([float("nan"), 1.0]), 1.0)], "rows contain NaN or infinity"),
-    ([(Vectors.dense([0.0, 1.0]), 0.0), (Vectors.dense([1.0, 2.0, 3.0]), 1.0)],
-     r"feature vectors must all have 2 entries \(the size of the first row\), found sizes \[3\]"),
-    ([(Vectors.dense([0.0, 1.0]), 0.0), (Vectors.sparse(4, [3], [1.0]), 1.0)], r"found sizes \[4\]"),
-])
-def test_bad_feature_values_are_named(spark, rows, message):
-    with pytest.raises(ValueError, match=message):
-        CSVC(numPartitions=1).fit(spark.createDataFrame(rows, ["features", "label"]))
-
-
-@pytest.mark.parametrize("weight", [-1.0, float("nan"), float("inf"), None])  # 0: see test_classifier
-def test_bad_instance_weights_are_named(spark, weight):
-    from pyspark.ml.linalg import VectorUDT
-    from pyspark.sql.types import DoubleType, StructField, StructType
-
-    schema = StructType([StructField("features", VectorUDT()), StructField("label", DoubleType()),
-                         StructField("w", DoubleType())])
-    df = spark.createDataFrame([(Vectors.dense([0.0]), 0.0, 1.0), (Vectors.dense([1.0]), 1.0, weight)], schema)
-    with pytest.raises(ValueError, match=r"^weight column 'w' has 1 value\(s\) that are null, NaN, infinite or "
-                                         r"negative; weights must be >= 0 and finite$"):
-        CSVC(numPartitions=1, weightCol="w").fit(df)
-
-
-def test_empty_training_data_is_refused(spark, train):
-    with pytest.raises(ValueError, match="the training data is empty"):
-        CSVC(numPartitions=1).fit(train[2].limit(0))
-
-
 @pytest.mark.parametrize("estimator, message", [
     (CSVC(C=-1.0), "C must be a positive finite number, got -1.0"),
     (CSVC(gamma=0.0), "gamma must be a positive finite number, got 0.0"),

@@ -9,7 +9,7 @@ from tests.conftest import rings_frame
 
 ESTIMATORS = [CSVC, BudgetSVM, SlantSparsifier, ElasticBudgetSVM, SpSVM, L0SVM]
 CHOICES = {"kernel": "linear", "norm": "l2", "margin": "identity", "initialSet": "all", "basisSelection": "method1",
-           "retrain": "always", "numPartitions": 3, "maxSupport": 40, "thresholds": [0.4, 0.6]}
+           "retrain": "always", "numPartitions": 3, "maxSupport": 40, "thresholds": [0.4, 0.6], "gamma": 0.5}
 
 
 def _sample(estimator, param):
@@ -84,7 +84,43 @@ BAD = [
     (ElasticBudgetSVM(epochs=0), "epochs must be an integer >= 1, got 0"),
     (L0SVM(CAlpha=-1.0), "CAlpha must be a positive finite number, got -1.0"),
     (SpSVM(seed=-1), "seed must be an integer >= 0, got -1"),
+    (CSVC(workingSetSize=0), "workingSetSize must be an integer >= 1, got 0"),
+    (CSVC(coordinatorMode="cluster"),
+     r"coordinatorMode must be one of \('auto', 'driver', 'executor'\), got 'cluster'"),
+    (CSVC(thresholds=[-1.0, 1.0]), r"thresholds must be two finite numbers >= 0, not both 0 \(one per class, "
+                                   r"negative class first\), got \[-1.0, 1.0\]"),
+    (SlantSparsifier(referenceModelPath="/x", epsilon=-1.0), r"epsilon must be in \[0, inf\), got -1.0"),
+    (SlantSparsifier(referenceModelPath="/x", maxSupport=0), "maxSupport must be an integer >= 1, got 0"),
+    (SlantSparsifier(referenceModelPath="/x", maxIter=0), "maxIter must be an integer >= 1, got 0"),
+    (SlantSparsifier(referenceModelPath="/x", candidatesPerClass=0), "candidatesPerClass must be an integer >= 1"),
+    (ElasticBudgetSVM(budget=0), "budget must be an integer >= 1, got 0"),
+    (ElasticBudgetSVM(regParam=-1.0), "regParam must be a positive finite number, got -1.0"),
+    (ElasticBudgetSVM(batchSize=0), "batchSize must be an integer >= 1, got 0"),
+    (ElasticBudgetSVM(etaTheta=0.0), "etaTheta must be a positive finite number, got 0.0"),
+    (ElasticBudgetSVM(averageFraction=1.5), r"averageFraction must be in \[0, 1\] \(0: the last iterate\), got 1.5"),
+    (SpSVM(maxIter=0), "maxIter must be an integer >= 1, got 0"),
+    (SpSVM(retrain="never"), r"retrain must be one of \('schedule', 'always'\), got 'never'"),
+    (SpSVM(tol=-1.0), r"tol must be in \[0, inf\), got -1.0"),
+    (L0SVM(eps=0.0), "eps must be a positive finite number, got 0.0"),
+    (L0SVM(maxOuterIter=0), "maxOuterIter must be an integer >= 1, got 0"),
+    (L0SVM(initialSize=0), "initialSize must be an integer >= 1, got 0"),
+    (L0SVM(margin="l1"), r"margin must be one of \('kernel', 'identity'\), got 'l1'"),
+    (L0SVM(initialSet="first"), r"initialSet must be one of \('random', 'all'\), got 'first'"),
 ]
+
+
+def _rule_owner(cls, name):
+    """The params class whose rule for ``name`` applies to ``cls`` (as ``check_params`` picks it)."""
+    return next(c for c in cls.__mro__ if name in vars(c).get("RULES", {}))
+
+
+def test_every_range_checked_param_has_a_bad_value_above():
+    required = {(_rule_owner(cls, name), name) for cls in ESTIMATORS for c in cls.__mro__
+                for name in vars(c).get("RULES", {})}
+    named = [(type(estimator), message.split(" ")[0]) for estimator, message in BAD]
+    covered = {(_rule_owner(cls, name), name) for cls, name in named
+               if any(name in vars(c).get("RULES", {}) for c in cls.__mro__)}
+    assert required - covered == set(), "add a bad value of each of these params to BAD"
 
 
 SCHEMA = [

@@ -1,0 +1,103 @@
+"""The bad-input matrix of the Spark estimators: each case is refused with its one-line message by the checks'
+one aggregation, before the training stage starts (no training task, so no task retries).
+
+Bad params (every range-checked one) are in ``test_params.BAD``, with the check that no Spark job starts;
+the in-process API's matrix is in ``tests/core/test_engine.py``."""
+
+import numpy as np
+import pytest
+from pyspark.ml.linalg import Vectors, VectorUDT
+from pyspark.sql.types import ArrayType, DoubleType, StringType, StructField, StructType
+
+from core.engine import LocalEngine
+from core.svc import fit_csvc
+from spark_bsvm import CSVC, BudgetSVM, ElasticBudgetSVM, L0SVM, SlantSparsifier, SpSVM
+from spark_bsvm.ml.estimators import CSVCModel
+
+pytestmark = pytest.mark.spark
+
+NAN, INF = float("nan"), float("inf")
+VECTOR = StructType([StructField("features", VectorUDT()), StructField("label", DoubleType())])
+ARRAY = StructType([StructField("features", ArrayType(DoubleType())), StructField("label", DoubleType())])
+WEIGHTED = StructType(VECTOR.fields + [StructField("w", DoubleType())])
+GOOD = [(Vectors.dense([0.0, 1.0]), 0.0), (Vectors.dense([1.0, 0.0]), 1.0)]
+
+
+def dense(*rows):
+    return [(Vectors.dense(x), label) for x, label in rows]
+
+
+WEIGHT_MESSAGE = (r"weight column 'w' has 1 value\(s\) that are null, NaN, infinite or negative; weights must be "
+                  r">= 0 and finite")
+LABELS = r"binary classification needs exactly two label values, found {}; for more classes wrap the estimator " \
+         r"in OneVsRest"
+VALUES = (r"features column 'features' has 1 row\(s\) with NaN, infinite or null values; drop or impute those rows "
+          r"\(pyspark.ml.feature.Imputer\)")
+SIZES = r"features column 'features' holds vectors of different sizes \({} to {} entries\); assemble every row " \
+        r"with the same features"
+
+# (case, schema, rows, estimator params, the whole message)
+MATRIX = [
+    ("empty", VECTOR, [], {}, r"the training data is empty: the DataFrame has no rows"),
+    ("one row", VECTOR, GOOD[:1], {}, LABELS.format(r"1: \[0.0\]")),
+    ("one class", VECTOR, dense(([0.0, 1.0], 1.0), ([2.0, 1.0], 1.0)), {}, LABELS.format(r"1: \[1.0\]")),
+    ("three classes", VECTOR, GOOD + dense(([2.0, 2.0], 2.0)), {}, LABELS.format(r"3: \[0.0, 1.0, 2.0\]")),
+    ("NaN label", VECTOR, GOOD + dense(([2.0, 2.0], NAN)), {}, "labels contain NaN or infinite values; drop or fix "
+                                                               "those rows"),
+    ("null label", VECTOR, GOOD + [(Vectors.dense([2.0, 2.0]), None)], {},
+     r"label column 'label' has 1 null value\(s\); drop or fill those rows"),
+    ("string labels", StructType([VECTOR.fields[0], StructField("label", StringType())]),
+     [(Vectors.dense([0.0, 1.0]), "a"), (Vectors.dense([1.0, 0.0]), "b"), (Vectors.dense([1.0, 1.0]), "c")], {},
+     LABELS.format(r"3: \['a', 'b', 'c'\]")),
+    ("null features", VECTOR, GOOD + [(None, 1.0)], {},
+     r"features column 'features' has 1 null value\(s\); drop or impute those rows"),
+    ("NaN feature", VECTOR, GOOD + dense(([NAN, 1.0], 1.0)), {}, VALUES),
+    ("inf feature, sparse", VECTOR, GOOD + [(Vectors.sparse(2, [1], [INF]), 1.0)], {}, VALUES),
+    ("-inf feature, array", ARRAY, [([0.0, 1.0], 0.0), ([1.0, -INF], 1.0)], {}, VALUES),
+    ("null in an array", ARRAY, [([0.0, 1.0], 0.0), ([1.0, None], 1.0)], {}, VALUES),
+    ("sizes", VECTOR, GOOD + dense(([1.0, 2.0, 3.0], 1.0)), {}, SIZES.format(2, 3)),
+    ("sizes, sparse", VECTOR, GOOD + [(Vectors.sparse(4, [3], [1.0]), 1.0)], {}, SIZES.format(2, 4)),
+    ("sizes, array", ARRAY, [([0.0], 0.0), ([1.0, 2.0], 1.0)], {}, SIZES.format(1, 2)),
+    ("no features", ARRAY, [([], 0.0), ([], 1.0)], {},
+     "features column 'features' holds vectors of 0 entries: there are no features"),
+    ("negative weight", WEIGHTED, [GOOD[0] + (1.0,), GOOD[1] + (-1.0,)], {"weightCol": "w"}, WEIGHT_MESSAGE),
+    ("NaN weight", WEIGHTED, [GOOD[0] + (1.0,), GOOD[1] + (NAN,)], {"weightCol": "w"}, WEIGHT_MESSAGE),
+    ("inf weight", WEIGHTED, [GOOD[0] + (1.0,), GOOD[1] + (INF,)], {"weightCol": "w"}, WEIGHT_MESSAGE),
+    ("null weight", WEIGHTED, [GOOD[0] + (1.0,), GOOD[1] + (None,)], {"weightCol": "w"}, WEIGHT_MESSAGE),
+    ("all weights 0", WEIGHTED, [GOOD[0] + (0.0,), GOOD[1] + (0.0,)], {"weightCol": "w"},
+     r"the training data is empty: the DataFrame has no rows of weight > 0 \(the rows of weight 0 are dropped: "
+     r"they contribute nothing\)"),
+]
+
+
+def _refused(estimator, df, message, caplog):
+    with caplog.at_level("INFO", logger="spark_bsvm"):
+        with pytest.raises(ValueError, match=f"^{message}$") as raised:
+            estimator.fit(df)
+    assert "\n" not in str(raised.value)
+    assert "starting" not in caplog.text and "training tasks" not in caplog.text  # no training stage
+
+
+@pytest.mark.parametrize("schema, rows, params, message", [case[1:] for case in MATRIX],
+                         ids=[case[0] for case in MATRIX])
+def test_bad_data_is_refused_with_one_line_before_training(spark, schema, rows, params, message, caplog):
+    df = spark.createDataFrame(rows, schema).repartition(2)
+    _refused(CSVC(gamma=1.0, numPartitions=2, **params), df, message, caplog)
+
+
+@pytest.fixture(scope="module")
+def reference_path(tmp_path_factory):
+    X, y = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]]), np.array([0.0, 1.0, 1.0, 0.0])
+    path = str(tmp_path_factory.mktemp("reference") / "csvc")
+    CSVCModel(fit_csvc(LocalEngine(X, y))).write().save(path)
+    return path
+
+
+@pytest.mark.parametrize("case", ["NaN feature", "sizes, sparse"])
+@pytest.mark.parametrize("estimator", [BudgetSVM, SpSVM, L0SVM, ElasticBudgetSVM, SlantSparsifier],
+                         ids=lambda cls: cls.__name__)
+def test_every_estimator_checks_the_values_up_front(spark, estimator, case, reference_path, caplog):
+    (schema, rows, _, message), = [c[1:] for c in MATRIX if c[0] == case]
+    df = spark.createDataFrame(rows, schema)
+    reference = {"referenceModelPath": reference_path} if estimator is SlantSparsifier else {}
+    _refused(estimator(numPartitions=1, **reference), df, message, caplog)

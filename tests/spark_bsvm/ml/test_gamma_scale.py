@@ -1,0 +1,53 @@
+"""gamma="scale", every estimator's default: scikit-learn's value, computed by the data's checks on Spark, the
+same as in-process, recorded as a number by the fitted model and kept by save/load."""
+
+import numpy as np
+import pytest
+
+from core.engine import LocalEngine
+from core.kernels import KernelSpec
+from core.spsvm import fit_spsvm
+from spark_bsvm import BSVMModel, CSVC, BudgetSVM, ElasticBudgetSVM, L0SVM, SpSVM
+from tests.conftest import to_df
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def data(spark):
+    rng = np.random.default_rng(11)
+    X = rng.normal(loc=3.0, scale=[0.5, 2.0, 4.0], size=(120, 3))
+    labels = np.where(X[:, 0] + 0.2 * X[:, 1] > 3.5, 1.0, 0.0)
+    return X, labels, to_df(spark, X, labels)
+
+
+def test_the_default_gamma_is_scikit_learns_scale_and_spark_equals_local(data, tmp_path):
+    sklearn_svm = pytest.importorskip("sklearn.svm")
+    X, labels, df = data
+    expected = sklearn_svm.SVC(gamma="scale").fit(X, labels)._gamma
+    estimator = SpSVM(maxBasis=10, regParam=0.1, numPartitions=2)
+    assert estimator.getGamma() == "scale"
+    model = estimator.fit(df)
+    assert model.getGamma() == pytest.approx(expected, rel=1e-12) and estimator.getGamma() == "scale"
+    local = fit_spsvm(LocalEngine(X, labels, n_partitions=2), max_basis=10, lam=0.1, kernel=KernelSpec(gamma="scale"))
+    assert local.kernel.gamma == pytest.approx(model.getGamma(), rel=1e-12)
+    np.testing.assert_allclose(model.expansion.coef, local.coef, rtol=0, atol=1e-9)
+    path = str(tmp_path / "spsvm")
+    model.write().save(path)
+    loaded = BSVMModel.load(path)
+    assert loaded.getGamma() == model.getGamma() and loaded.expansion.kernel == model.expansion.kernel
+
+
+@pytest.mark.parametrize("estimator", [CSVC(maxIter=50), BudgetSVM(budget=10, maxIter=50),
+                                       ElasticBudgetSVM(budget=5, epochs=1), L0SVM(maxOuterIter=2, initialSize=20)],
+                         ids=lambda e: type(e).__name__)
+def test_every_estimator_fits_with_the_data_gamma(data, estimator):
+    X, _, df = data
+    model = estimator.setNumPartitions(1).fit(df)
+    assert model.getGamma() == pytest.approx(1.0 / (3 * X.var()), rel=1e-12)
+
+
+def test_an_explicit_gamma_is_kept_and_a_bad_one_is_named(data):
+    assert CSVC(gamma=1.0, maxIter=50, numPartitions=1).fit(data[2]).getGamma() == 1.0
+    with pytest.raises(TypeError, match="gamma must be a number > 0 or 'scale', got 'auto'"):
+        CSVC(gamma="auto")
