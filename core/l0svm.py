@@ -84,7 +84,7 @@ protocol with C_alpha = 0.2; ``bench/bench_l0svm.py``):
   one-SE rule) kept 12.4 SVs at 97.65%, at most 16 on a fold.  The bench's
   smaller grid (gamma in {0.01, 0.1}) gives 35.4 SVs (median 18, one fold
   112) at 97.65% and 11.6 (at most 14) at 97.61%; paper: 16.6, 97.81%.
-  27 of the bench's 90 inner fits (the same for both rules; mostly large C_xi)
+  27 of the bench's 90 inner fits (the same for both rules; mostly large gamma or C_xi)
   still stop at T_max = 100 with a warning; every final fit converges.
 """
 
