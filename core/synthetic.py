@@ -22,6 +22,25 @@ def make_rings(n, n_features=10, noise=0.05, seed=0):
     return X, y
 
 
+TWONORM_ROWS = 7400  # the size of Breiman's twonorm as used by Huang et al. (Table 3)
+
+
+def make_twonorm(n=TWONORM_ROWS, n_features=20, seed=0):
+    """Breiman's twonorm ("Bias, variance and arcing classifiers", 1996): two Gaussians.
+
+    Each label is +1 or -1 with probability 1/2; x ~ N(y a (1, ..., 1), I)
+    with a = 2 / sqrt(n_features), so the class means are 4 apart and the
+    Bayes rule (the sign of sum_j x_j) errs with probability Phi(-2) = 2.28%.
+    Returns ``(X, y)``, X float64 of shape (n, n_features), y in {-1, +1}.
+    """
+    if n < 2 or n_features < 1:
+        raise ValueError(f"make_twonorm needs n >= 2 and n_features >= 1, got n={n}, n_features={n_features}")
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    X = rng.standard_normal((n, n_features)) + (2.0 / np.sqrt(n_features)) * y[:, None]
+    return X, y
+
+
 FOREST_ROWS = 522_910  # the seed paper's Forest training set (Covertype, class 2 vs rest)
 FOREST_CONTINUOUS = 10
 FOREST_AREAS = 4  # wilderness areas: one-hot columns 10-13

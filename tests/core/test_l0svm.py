@@ -1,5 +1,7 @@
 """The L0-norm SVM (Huang, Zheng, King & Lyu) on LocalEngine against a dense implementation of eqs. 3.6-3.11."""
 
+import logging
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -157,3 +159,15 @@ def test_a_partition_that_loses_its_state_is_rebuilt(rings, undisturbed, lost_at
     assert engine.lost_in is not None
     np.testing.assert_array_equal(model.support_ids, undisturbed.support_ids)
     np.testing.assert_allclose(model.coef, undisturbed.coef, atol=1e-7)
+
+
+def test_a_fit_stopped_by_max_outer_warns_why(rings, caplog):
+    X, y = rings
+    with caplog.at_level(logging.WARNING, logger="spark_bsvm"):
+        model = fit_l0svm(LocalEngine(X, y), **_THREE_STEPS)
+    sizes = model.metadata["support_sizes"]
+    assert not model.metadata["converged"] and sizes[-1] < sizes[0]
+    assert (f"L0-SVM did not converge within max_outer=3 outer iterations (max change of a "
+            f"{model.metadata['max_change']:.3g} >= eps=0.0001): the support was still shrinking "
+            f"(|A| {sizes[0]} -> {sizes[-1]} over the last 3 iterations") in caplog.text
+    assert "raise max_outer, or lower C_xi or gamma" in caplog.text
