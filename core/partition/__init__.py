@@ -8,7 +8,7 @@ them: an engine that runs partitions in other processes sends a function's
 name and looks it up here, so no code travels.
 """
 
-from core.partition import dual, ebsvm, l0svm, slant, spsvm
+from core.partition import dual, ebsvm, l0svm, slant, spsvm, validation
 
 PARTITION_FUNCTIONS = {fn.__name__: fn for fn in (
     dual.dual_round,
@@ -17,6 +17,7 @@ PARTITION_FUNCTIONS = {fn.__name__: fn for fn in (
     l0svm.sample_rows, l0svm.l0_coefficients, l0svm.l0_remap,
     spsvm.spsvm_start, spsvm.spsvm_add_basis, spsvm.spsvm_restore, spsvm.spsvm_score, spsvm.spsvm_line,
     spsvm.spsvm_gradient,
+    validation.validate_expansion,
 )}
 
 

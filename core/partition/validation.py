@@ -7,6 +7,8 @@ on them up to date beside the training outputs, and answer with ``validation_sum
 
 import numpy as np
 
+from core.partition.common import kernel_times
+
 EMPTY = {"val_mistakes": 0.0, "val_loss": 0.0, "val_weight": 0.0}
 
 
@@ -44,3 +46,17 @@ def _wrong(y, f):
 def _loss(y, f, squared):
     margin = np.maximum(0.0, 1.0 - y * f)
     return 0.5 * margin * margin if squared else margin
+
+
+def validate_expansion(data, state, request):
+    """Score a kernel expansion the driver holds on the validation rows (for the methods whose model lives on
+    the driver, such as the elastic budget SVM's checkpoints).
+
+    Request: ``kernel``, ``rows`` (the support vectors), ``coef`` and ``bias``.  Answer: the hinge-loss
+    ``validation_sums`` of f(x) = sum_j coef_j K(x, s_j) + bias.  The state is left as it is.
+    """
+    val = data.validation
+    if val is None:
+        return state, dict(EMPTY)
+    f = kernel_times(val, request["rows"], request["coef"], request["kernel"]) + request["bias"]
+    return state, validation_sums(data, f)
