@@ -19,8 +19,8 @@ def validation_sums(data, f, squared=False):
     val = data.validation
     if val is None:
         return dict(EMPTY)
-    return {"val_mistakes": float(val.weight @ _wrong(val.y, f)), "val_loss": float(val.weight @ _loss(val.y, f, squared)),
-            "val_weight": float(val.weight.sum())}
+    return {"val_mistakes": float(val.weight @ _wrong(val.y, f)),
+            "val_loss": float(val.weight @ _loss(val.y, f, squared)), "val_weight": float(val.weight.sum())}
 
 
 def validation_sums_per_step(data, f, columns, order, step_scale, squared=False):

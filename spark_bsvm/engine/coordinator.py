@@ -40,15 +40,17 @@ class SparkEngine(Engine):
 
     The arguments up to ``check_data`` are ``stage.TrainingData``'s.  Use as a context manager (or call
     ``close``) so the stage and the coordinator end.  ``description`` names the fit in the Spark UI.
+    ``validation_col``: ``stage.TrainingData``'s (the validation rows the engine's ``n_validation`` counts).
     ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once at its
     k-th round; ``{"unreachable": pid, "port": port}`` sends partition pid's task to a closed port.
     """
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
-                 check_data=None, fault_injection=None, description="spark-bsvm fit"):
-        data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description)
+                 check_data=None, fault_injection=None, description="spark-bsvm fit", validation_col=None):
+        data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description,
+                            validation_col)
         self.n_partitions, self.n_examples = data.n_partitions, data.n_examples
-        self.n_features, self.classes = data.n_features, data.classes
+        self.n_features, self.classes, self.n_validation = data.n_features, data.classes, data.n_validation
         self._spark = data.spark
         self._secret = secrets.token_hex(32)
         self._job_group = fit_tag()

@@ -35,17 +35,20 @@ def resolve_mode(spark, mode):
 
 
 def train(df, function, arguments, *, features_col="features", label_col="label", weight_col=None,
-          num_partitions=None, mode="auto", check_data=None, description="spark-bsvm fit", fault_injection=None):
+          num_partitions=None, mode="auto", check_data=None, description="spark-bsvm fit", fault_injection=None,
+          validation_col=None):
     """``function(engine, **arguments)`` (a ``core`` training function) on the rows of ``df``; its model.
 
-    The keyword arguments up to ``check_data`` are ``stage.TrainingData``'s; ``description`` names the fit
-    in the Spark UI; ``fault_injection`` is ``stage.TaskSpec``'s test hook (in the executor mode it kills
-    the Python worker of the coordinating task)."""
+    The keyword arguments up to ``check_data`` and ``validation_col`` are ``stage.TrainingData``'s;
+    ``description`` names the fit in the Spark UI; ``fault_injection`` is ``stage.TaskSpec``'s test hook (in
+    the executor mode it kills the Python worker of the coordinating task)."""
     if resolve_mode(df.sparkSession, mode) == "driver":
         with SparkEngine(df, features_col, label_col, weight_col, num_partitions, check_data,
-                         fault_injection=fault_injection, description=description) as engine:
+                         fault_injection=fault_injection, description=description,
+                         validation_col=validation_col) as engine:
             return function(engine, **arguments)
-    data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description)
+    data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description,
+                        validation_col)
     spec = data.task_spec(secrets.token_hex(32), fit=HostedFit(function, arguments), fault_injection=fault_injection)
     rows = data.run_stage(make_task(spec), fit_tag())  # the solver's progress goes to the executor's log
     raise_task_errors(rows)
