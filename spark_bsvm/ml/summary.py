@@ -128,8 +128,7 @@ class BSVMTrainingSummary(BSVMSummary):
         sparsifier at each support size, the elastic budget SVM at each checkpoint.  Recorded during the
         fit, so no Spark job; empty without validation rows.  ``trainingSummary['validation']`` has the
         whole record (losses, the size kept)."""
-        record = self._model.expansion.metadata.get("validation")
-        return [] if not record else [(int(s), float(e)) for s, e in zip(record["sizes"], record["error"])]
+        return validation_path(self._model.expansion.metadata)
 
     @property
     def validationGrid(self):
@@ -137,10 +136,23 @@ class BSVMTrainingSummary(BSVMSummary):
         ``regParam``, validation path (``sizes``, ``error``), the size it kept (``keptSize``) with that size's
         error (``keptError``), its ``seconds`` and whether it is the model's (``chosen``); empty without a
         grid."""
-        grid = self._model.expansion.metadata.get("grid")
-        if not grid:
-            return []
-        return [{"gamma": row["setting"]["kernel"]["gamma"], "regParam": row["setting"]["lam"],
-                 "sizes": row["sizes"], "error": row["error"], "keptSize": row["kept_size"],
-                 "keptError": row["kept_error"], "seconds": row["seconds"], "chosen": k == grid["chosen"]}
-                for k, row in enumerate(grid["settings"])]
+        return grid_table(self._model.expansion.metadata)
+
+
+def validation_path(metadata):
+    """[(support size, validation error)] of a model's training ``metadata`` (``core.selection``); [] when the
+    fit had no validation rows."""
+    record = metadata.get("validation")
+    return [] if not record else [(int(s), float(e)) for s, e in zip(record["sizes"], record["error"])]
+
+
+def grid_table(metadata):
+    """The rows of ``BSVMTrainingSummary.validationGrid`` from a model's training ``metadata``; [] without a
+    grid."""
+    grid = metadata.get("grid")
+    if not grid:
+        return []
+    return [{"gamma": row["setting"]["kernel"]["gamma"], "regParam": row["setting"]["lam"],
+             "sizes": row["sizes"], "error": row["error"], "keptSize": row["kept_size"],
+             "keptError": row["kept_error"], "seconds": row["seconds"], "chosen": k == grid["chosen"]}
+            for k, row in enumerate(grid["settings"])]
