@@ -34,6 +34,7 @@ from spark_bsvm.engine.training import train
 from spark_bsvm.ml.params import _GridParams, _KernelParams, _ValidationParams, check_params
 
 _DRAWN_VALIDATION = "__bsvm_validation"  # the column validationFraction's draw adds
+_VALIDATION_PARAMS = ("validationIndicatorCol", "validationFraction", "gammaGrid", "regParamGrid")  # not core's
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         """{Spark param name: value} of the params the core function gets (kernel params included)."""
         names = list(self.core.arguments) + (["kernel", "gamma", "degree", "coef0"]
                                              if isinstance(self, _KernelParams) else [])
+        names += [name for name in _VALIDATION_PARAMS if self.hasParam(name)]
         return {name: self.getOrDefault(name) for name in names if self.isDefined(name)}
 
     def core_arguments(self):
