@@ -64,6 +64,7 @@ betas change.  The driver holds the support rows dense (|S| x p) and
 nothing else of the data.
 """
 
+import copy
 import logging
 import time
 
@@ -75,8 +76,10 @@ from core.config import NJIT
 from core.kernels import KernelSpec, finish_tile
 from core.model import KernelExpansion
 from core.partition.ebsvm import ebsvm_batch, ebsvm_describe
+from core.partition.validation import validate_expansion
 from core.progress import Progress
 from core.rows import as_rows, is_sparse, squared_norms, stack_rows, take_rows
+from core.selection import check_selection, summed, validation_record
 from core.threads import one_blas_thread
 from core.validation import check_positive
 
@@ -174,7 +177,7 @@ class EBSVMLearner:
 
 @one_blas_thread
 def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_theta=1.0, average_fraction=0.1,
-              seed=0):
+              seed=0, checkpoints=None, select="end", tolerance=0.0):
     """Train the elastic budget SVM on ``engine``; the model has at most ``budget`` support vectors.
 
     ``lam``: lambda of eq. 1 (the coefficients' step is 1 / (lambda t));
@@ -186,16 +189,38 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
     fraction of the steps, the last ones (0: the last iterate; see the
     module doc); ``seed``: the sampling seed (same seed, same
     model, on any engine).
+
+    With validation rows on the engine, the fit takes ``checkpoints``
+    (default: one per epoch) evenly spaced over its steps, at the end of a
+    batch: the model it would return had it ended there (the average so
+    far, or the last iterate before the averaging window, with the final
+    projection to B applied to a copy), scored on the
+    validation rows in one round each and recorded in
+    ``metadata["validation"]`` (support size, steps, error, hinge loss).
+    ``select``, ``tolerance`` choose the checkpoint returned
+    (``core.selection``: the earliest of equal errors; the last checkpoint is
+    the end of the fit).
     """
     budget, epochs, batch_size, seed = _check_args(budget, lam, kernel, epochs, batch_size, eta_theta,
                                                    average_fraction, seed)
     kernel = kernel.for_data(engine)
+    check_selection(select, tolerance, engine.n_validation)
+    if checkpoints is not None and (isinstance(checkpoints, bool) or int(checkpoints) != checkpoints
+                                    or checkpoints < 1):
+        raise ValueError(f"checkpoints must be an integer >= 1, got {checkpoints!r}")
     described = engine.run(ebsvm_describe, {})
     sizes = np.array([a["n"] for a in described], np.int64)
     keys = np.array([a["key"] for a in described], np.int64)
     rng = np.random.default_rng([seed, 1 << 20])  # the driver's interleaving, apart from the partitions' orders
+    total = epochs * int(sizes.sum())
     learner = EBSVMLearner(engine.n_features, budget=budget, lam=lam, kernel=kernel, eta_theta=eta_theta,
-                           average_fraction=average_fraction, total_steps=epochs * int(sizes.sum()))
+                           average_fraction=average_fraction, total_steps=total)
+    params = {"budget": budget, "lam": lam, "kernel": kernel.to_dict(), "epochs": epochs, "batch_size": batch_size,
+              "eta_theta": eta_theta, "average_fraction": average_fraction, "seed": seed, "checkpoints": checkpoints,
+              "select": select, "tolerance": tolerance}
+    meta = {"method": "ebsvm", "params": params, "n_train": engine.n_examples}
+    marks = np.ceil(np.arange(1, (checkpoints or epochs) + 1) * total / (checkpoints or epochs))
+    taken = []  # (steps, model, validation error, validation loss) at each checkpoint
     start = time.perf_counter()
     progress = Progress("elastic budget SVM", epochs * int(sizes.sum()), "steps")
     for epoch in range(epochs):
@@ -211,12 +236,32 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
             learner.steps(take_rows(rows, order),
                           *(np.concatenate([a[k] for a in answers])[order] for k in ("y", "weight", "ids")))
             steps, support, theta = learner.progress()[:3]
+            if engine.n_validation and marks.size and steps >= marks[0]:
+                taken.append(_checkpoint(engine, learner, meta))
+                marks = marks[marks > steps]  # a batch that passed several marks makes one checkpoint
             progress.update(steps, f"epoch {epoch + 1} of {epochs}, support {support}, theta {theta:.3g}")
         log.info("ebsvm epoch %d: %d steps, support %d, theta %.3g, %d margin hits, %d removals, %.1fs",
                  epoch + 1, *learner.progress(), time.perf_counter() - start)
-    params = {"budget": budget, "lam": lam, "kernel": kernel.to_dict(), "epochs": epochs, "batch_size": batch_size,
-              "eta_theta": eta_theta, "average_fraction": average_fraction, "seed": seed}
-    return learner.model(engine.classes, {"method": "ebsvm", "params": params, "n_train": engine.n_examples})
+    if not taken:
+        return learner.model(engine.classes, meta)
+    steps, models, errors, losses = zip(*taken)
+    record = validation_record([m.n_support for m in models], errors, losses, select, tolerance, steps=steps)
+    kept = models[record["kept_index"]]
+    kept.metadata["validation"] = record
+    return kept
+
+
+def _checkpoint(engine, learner, metadata):
+    """(steps, model, validation error, validation loss) of the model ``learner`` would return now: the
+    last iterate while the averaging window has not begun."""
+    now = copy.deepcopy(learner)
+    if now.counters[_T] < now.counters[_AVG_FROM]:
+        now.n_averaged = 0
+    model = now.model(engine.classes, metadata)
+    request = {"kernel": model.kernel.to_dict(), "rows": model.support_vectors, "coef": model.coef,
+               "bias": model.bias}
+    answers = engine.run(validate_expansion, request, rebuild=lambda: request)
+    return (learner.progress()[0], model) + summed(answers)
 
 
 def _check_args(budget, lam, kernel, epochs, batch_size, eta_theta, average_fraction, seed):

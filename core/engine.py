@@ -34,10 +34,13 @@ from core.validation import check_weights
 class Engine(ABC):
     """Runs rounds of partition functions over a partitioned training set.
 
-    Attributes every engine sets: ``n_features``, ``n_examples``,
-    ``classes`` (the two original label values, negative first),
-    ``n_partitions`` and ``scale_gamma`` (scikit-learn's ``gamma="scale"``
-    for the training rows, ``core.kernels.scale_gamma``, unweighted).
+    Attributes every engine sets: ``n_features``, ``n_examples`` (the
+    training rows), ``classes`` (the two original label values, negative
+    first), ``n_partitions``, ``scale_gamma`` (scikit-learn's
+    ``gamma="scale"`` for the training rows, ``core.kernels.scale_gamma``,
+    unweighted) and ``n_validation``: the validation rows the partitions
+    hold beside the training rows (``PartitionData.validation``), 0 when
+    there are none.
     """
 
     n_features: int
@@ -45,6 +48,7 @@ class Engine(ABC):
     classes: list
     n_partitions: int
     scale_gamma: float
+    n_validation: int = 0
 
     @abstractmethod
     def run(self, function, request, rebuild=None):
@@ -72,10 +76,12 @@ class LocalEngine(Engine):
     """In-process engine: the training set split into contiguous numpy blocks.
 
     Example ids are row positions in the arrays given, so a model's support
-    ids index the original data.
+    ids index the original data.  ``validation``: a boolean mask of the rows
+    held out for validation (they stay in their block, never trained on); the
+    blocks split all n rows, as a Spark DataFrame's contiguous partitions do.
     """
 
-    def __init__(self, X, labels, weights=None, n_partitions=1):
+    def __init__(self, X, labels, weights=None, n_partitions=1, validation=None):
         X = as_rows(X)
         n = n_rows(X)
         y, self.classes = encode_labels(labels)
@@ -84,14 +90,21 @@ class LocalEngine(Engine):
         weights = np.ones(n) if weights is None else check_weights(weights, n)
         if not 1 <= n_partitions <= n:
             raise ValueError(f"n_partitions must be between 1 and the number of rows ({n}), got {n_partitions}")
+        if validation is not None:
+            validation = np.asarray(validation)
+            if validation.shape != (n,) or validation.dtype != bool:
+                raise ValueError(f"validation must be a boolean mask of the {n} rows, got {validation.dtype} "
+                                 f"of shape {validation.shape}")
         bounds = np.linspace(0, n, n_partitions + 1).astype(np.int64)
         self.partitions = []
         for lo, hi in zip(bounds[:-1], bounds[1:]):
             idx = np.arange(lo, hi)
-            self.partitions.append(PartitionData.build(take_rows(X, idx), y[idx], weights[idx], idx))
+            self.partitions.append(PartitionData.build(take_rows(X, idx), y[idx], weights[idx], idx,
+                                                       None if validation is None else validation[idx]))
         self.states = [{} for _ in self.partitions]
         self.n_features = X.shape[1]
-        self.n_examples = n
+        self.n_validation = 0 if validation is None else int(validation.sum())
+        self.n_examples = n - self.n_validation
         self.n_partitions = n_partitions
         self.scale_gamma = scale_gamma(self.n_features, feature_variance(X))
 

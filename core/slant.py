@@ -29,6 +29,8 @@ in the aggressive variant need no proof at all.
 
 The whole path is recorded: ``metadata["steps"]`` lists the id of every step and the support vectors
 are ordered by first appearance, so the model at any support size is a prefix (``slant_model_at``).
+Validation rows on the engine are scored after every step by the rounds that apply the steps, so the
+validation error at every support size comes with the path (``core.selection``).
 """
 
 import logging
@@ -42,6 +44,7 @@ from core.model import KernelExpansion
 from core.partition.slant import NEG, POS, add_steps, slant_round
 from core.progress import Progress
 from core.rows import stack_rows, take_rows
+from core.selection import check_selection, summed, validation_record
 from core.threads import one_blas_thread
 from core.validation import check_positive
 
@@ -52,7 +55,7 @@ _SLACK = 1e-12  # relative margin on a drift bound, for the rounding of the resp
 
 @one_blas_thread
 def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_steps=None, aggressive=False,
-              candidates_per_class=64):
+              candidates_per_class=64, select="end", tolerance=0.0):
     """Sparsify ``reference`` (a ``KernelExpansion`` trained on the same labels) on ``engine``'s data.
 
     ``eta``: step size; ``epsilon``: stop when f(w~) <= epsilon (the paper's analysis uses 1/2 for
@@ -60,23 +63,28 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
     ``max_steps``: at most this many steps (default: the convergence bound of the module doc, which
     then must exist); ``aggressive``: section 6.1's variant; ``candidates_per_class``: top violators
     each partition reports per class and round (more: fewer rounds, more driver work per step).
-    The result keeps the reference's kernel and bias; its metadata holds the step path.
+    The result keeps the reference's kernel and bias; its metadata holds the step path.  With validation
+    rows on the engine, ``metadata["validation"]`` holds their error at every support size, and
+    ``select``, ``tolerance`` choose the size kept (``core.selection``; the model is then
+    ``slant_model_at`` of it).
     """
     _check(engine, reference, eta, epsilon, max_support, max_steps, candidates_per_class)
+    check_selection(select, tolerance, engine.n_validation)
     kernel = reference.kernel
     sq_norm = float(reference.coef @ (reference.decision_function(reference.support_vectors) - reference.bias))
     path = _Path(engine.n_features)
     base = {"kernel": kernel.to_dict(), "eta": float(eta), "n_select": int(candidates_per_class)}
     reset = dict(base, reset=True, ref_rows=reference.support_vectors, ref_coef=reference.coef,
-                 ref_bias=reference.bias, step_order=np.zeros(0, np.int64))
+                 ref_bias=reference.bias)
+    before = path.model(eta)  # the partitions' model before the round's steps, which a lost task rebuilds
 
     def rebuild():
-        ids, rows, coef = path.model(eta)
-        return dict(reset, sv_ids=ids, sv_rows=rows, sv_coef=coef)
+        return dict(request, **reset, sv_ids=before[0], sv_rows=before[1], sv_coef=before[2])
 
-    request = rebuild()
+    request = dict(reset, sv_ids=before[0], sv_rows=before[1], sv_coef=before[2], step_order=np.zeros(0, np.int64))
     start = time.perf_counter()
     rounds, stopped, limit = 0, None, max_steps
+    validation = {"error": [], "loss": []}  # after each step
     progress = Progress("slant sparsifier", max_support, "support vectors") if max_support \
         else Progress("slant sparsifier", max_steps, "steps")
     while True:
@@ -86,9 +94,12 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
             kmax = max(a["kmax"] for a in answers)
             limit = _step_limit(max_steps, sq_norm, eta, epsilon, kmax)
             nonnegative = _nonnegative(kernel)
+        for key, values in zip(("error", "loss"), summed(answers)):
+            validation[key].extend(np.atleast_1d(values).tolist())
         held = _Held(answers, path)
         if stopped:  # the last round only brought the partitions up to date: f is now exact
             break
+        before = path.model(eta)
         stopped, pending = _step_locally(held, path, kernel, eta, epsilon, kmax, nonnegative, aggressive,
                                          max_support, limit)
         log.info("slant round %d: %d steps, support %d, %.1fs", rounds, len(path.steps), len(path.ids),
@@ -100,14 +111,29 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
     meta = {"method": "slant_aggressive" if aggressive else "slant_basic",
             "params": {"eta": eta, "epsilon": epsilon, "max_support": max_support, "max_steps": max_steps,
                        "aggressive": aggressive, "candidates_per_class": candidates_per_class,
-                       "kernel": kernel.to_dict()},
+                       "kernel": kernel.to_dict(), "select": select, "tolerance": tolerance},
             "steps": [int(i) for i in path.steps], "eta": eta, "stopped": stopped, "rounds": rounds,
             "objective": held.objective(), "step_limit": limit, "kmax": kmax, "n_train": engine.n_examples,
             "reference": {"method": reference.metadata.get("method"), "n_support": reference.n_support,
                           "sq_norm": sq_norm, "bias": reference.bias}}
     ids, rows, coef = path.model(eta)
-    return KernelExpansion(rows, coef, reference.bias, kernel, list(reference.classes), engine.n_features,
-                           meta, ids)
+    model = KernelExpansion(rows, coef, reference.bias, kernel, list(reference.classes), engine.n_features,
+                            meta, ids)
+    if not (engine.n_validation and model.n_support):
+        return model
+    meta["validation"] = _validation_path(model, validation, select, tolerance)
+    kept = meta["validation"]["kept_size"]
+    return model if kept == model.n_support else slant_model_at(model, kept)
+
+
+def _validation_path(model, validation, select, tolerance):
+    """``metadata["validation"]`` of a slant fit: at each support size s, the error and loss of the path's
+    last model with s support vectors (``slant_model_at``), from ``validation``'s values after each step."""
+    positions = _step_positions(model)
+    sizes = np.arange(1, model.n_support + 1)
+    last = np.array([_prefix_length(positions, s) for s in sizes]) - 1  # the step after which size s ends
+    error, loss = (np.array(validation[key])[last] for key in ("error", "loss"))
+    return validation_record(sizes, error, loss, select, tolerance)
 
 
 def slant_model_at(model, n_support):

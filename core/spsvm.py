@@ -52,7 +52,10 @@ candidates' kernel rows against J) and holds O(d_max^2) floats.
 The model's ``metadata["path"]`` records, for every basis size d = 1..|J|, the objective, whether
 beta was re-optimised at that stage, the elapsed seconds and (``path_coef``) beta at that stage,
 so that ``truncate(model, d)`` gives the stage-d model without retraining and d can be chosen by
-validation (section 4).
+validation (section 4).  When the engine holds validation rows, the rounds that move the model also
+return its validation error and loss, recorded per stage in ``metadata["validation"]``
+(``core.selection``), and ``select`` keeps the end of the path, the best stage or the smallest one
+within ``tolerance`` of the best: the model returned is then ``truncate(model, d)`` of that stage.
 """
 
 import logging
@@ -67,6 +70,7 @@ from core.progress import Progress
 from core.partition.spsvm import (BIAS_TERM, basis_kernel, spsvm_add_basis, spsvm_gradient, spsvm_line, spsvm_restore,
                                   spsvm_score, spsvm_start)
 from core.rows import as_rows, n_rows, stack_rows, take_rows
+from core.selection import check_selection, summed, validation_record
 from core.threads import one_blas_thread
 from core.validation import check_positive
 
@@ -162,6 +166,7 @@ class _Fit:
         self.newton_iterations = 0
         self.rank_one_changes = 0
         self.refactorisations = 0
+        self.validation = (np.nan, np.nan)  # (error, loss) on the validation rows of the partitions' model
         request = {"capacity": capacity}
         answers = engine.run(spsvm_start, request, rebuild=lambda: request)
         counts = np.array([a["count"] for a in answers], np.int64)
@@ -202,6 +207,7 @@ class _Fit:
         self.positions.append(int(position))
         self.d = d + 1
         self.loss = sum(a["loss"] for a in answers)
+        self.validation = summed(answers)
         return self._fetched(answers)
 
     def fetch(self, positions):
@@ -297,6 +303,7 @@ class _Fit:
             self.factor_beta = self.beta[:d].copy()
             self._change_active_set(answers)
             self.loss = sum(a["loss"] for a in answers)
+            self.validation = summed(answers)
             if converged:
                 return
             reg = self.lam * (self.K[:d, :d] @ self.beta[:d])
@@ -382,14 +389,15 @@ class _Fit:
         left unchanged."""
         size = self.factor.size
         saved = (self.beta.copy(), self.factor.R[:size, :size].copy(), self.P[:size, :size].copy(),
-                 self.rows, list(self.ids), list(self.positions), self.d, self.loss, self.factor_beta)
+                 self.rows, list(self.ids), list(self.positions), self.d, self.loss, self.factor_beta,
+                 self.validation)
         try:
             self.add(row, -1, -1, coef, [], scored=scored, checkpoint=True)
             self.newton()
             return self.objective
         finally:
             (self.beta, R, P, self.rows, self.ids, self.positions, self.d, self.loss,
-             self.factor_beta) = saved
+             self.factor_beta, self.validation) = saved
             self.factor.R[:size, :size] = R
             self.factor.size = size
             self.span.size = self.d  # an append leaves the top-left block of R as it was
@@ -400,7 +408,8 @@ class _Fit:
 
 @one_blas_thread
 def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="method2", retrain="schedule",
-              tol=1e-6, newton_tol=1e-10, max_newton=50, keep_path_coef=True, initial_basis=None):
+              tol=1e-6, newton_tol=1e-10, max_newton=50, keep_path_coef=True, initial_basis=None, select="end",
+              tolerance=0.0):
     """Train SpSVM-2 on ``engine``: a kernel expansion over at most ``max_basis`` training examples.
 
     ``lam``: lambda of eq. 4 (> 0); ``kernel``: a KernelSpec (the model expands in 1 + kernel, see
@@ -415,7 +424,9 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
     stage in the metadata (d_max^2 / 2 floats) for ``truncate``; ``initial_basis``: rows (a
     block, e.g. an earlier model's ``support_vectors``) that are offered first, one at a time and
     in order, before any random candidate: each joins with its Method 2 coefficient unless it is in
-    the span of those before it (a warm start for retraining on new data; basis ids -1).
+    the span of those before it (a warm start for retraining on new data; basis ids -1);
+    ``select``, ``tolerance``: which stage the model returned is (``core.selection``: 'end', 'best' or
+    'withinTolerance' of the validation error; the last two need validation rows and ``keep_path_coef``).
     """
     if not isinstance(kernel, KernelSpec):
         raise ValueError("kernel must be a KernelSpec, e.g. KernelSpec('rbf', gamma=1.0)")
@@ -431,13 +442,17 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
         raise ValueError(f"retrain must be one of {RETRAINS}, got {retrain!r}")
     if not tol >= 0 or not newton_tol >= 0:
         raise ValueError(f"tol and newton_tol must be >= 0, got {tol!r} and {newton_tol!r}")
+    check_selection(select, tolerance, engine.n_validation)
+    if select != "end" and not keep_path_coef:
+        raise ValueError(f"select={select!r} keeps a stage of the path, which needs keep_path_coef=True")
     n = engine.n_examples
     warm = [] if initial_basis is None else _rows_of(initial_basis, engine.n_features)
     max_basis, kappa = min(int(max_basis), n + len(warm)), int(kappa)
     schedule = set(range(1, max_basis + 1)) if retrain == "always" else set(retrain_sizes(max_basis))
     fit = _Fit(engine, kernel, float(lam), max_basis, newton_tol, max_newton)
     start = time.perf_counter()
-    path = {"size": [], "objective": [], "retrained": [], "seconds": [], "coef": []}
+    path = {"size": [], "objective": [], "retrained": [], "seconds": [], "coef": [], "validation_error": [],
+            "validation_loss": []}
     taken, draw, failures = set(), 0, 0
     checked = (0, fit.objective)  # basis size and objective at the last re-optimisation
     if not warm:
@@ -495,14 +510,20 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
         _record(path, fit, fit.objective, True, start, keep_path_coef, replace_last=True)
     beta = fit.beta[:fit.d].copy()
     params = {"max_basis": max_basis, "lam": float(lam), "kappa": kappa, "seed": seed, "selection": selection,
-              "retrain": retrain, "tol": tol, "newton_tol": newton_tol, "kernel": kernel.to_dict()}
+              "retrain": retrain, "tol": tol, "newton_tol": newton_tol, "kernel": kernel.to_dict(), "select": select,
+              "tolerance": tolerance}
     meta = {"method": "spsvm", "params": params, "objective": fit.objective, "n_basis": fit.d,
             "stop_reason": stop_reason, "newton_iterations": fit.newton_iterations,
             "rank_one_changes": fit.rank_one_changes, "refactorisations": fit.refactorisations,
             "n_train": n, "path": path, "bias_trick": "1+K"}
+    validation = path.pop("validation_error"), path.pop("validation_loss")
+    if engine.n_validation and path["size"]:
+        meta["validation"] = validation_record(path["size"], *validation, select, tolerance)
     rows = fit.rows if fit.rows is not None else np.zeros((0, engine.n_features))
-    return KernelExpansion(rows, beta, float(beta.sum()) * BIAS_TERM, kernel, list(engine.classes),
-                           engine.n_features, meta, np.array(fit.ids, np.int64))
+    model = KernelExpansion(rows, beta, float(beta.sum()) * BIAS_TERM, kernel, list(engine.classes),
+                            engine.n_features, meta, np.array(fit.ids, np.int64))
+    kept = meta.get("validation", {}).get("kept_size", fit.d)
+    return model if kept == fit.d else truncate(model, kept)
 
 
 def _rows_of(block, n_features):
@@ -512,15 +533,18 @@ def _rows_of(block, n_features):
 
 
 def _record(path, fit, objective, retrained, start, keep_coef, replace_last=False):
-    """Append (or replace the last) stage of the path: size, ``objective``, retrained, seconds, beta."""
+    """Append (or replace the last) stage of the path: size, ``objective``, retrained, seconds, the validation
+    error and loss (NaN without validation rows, and dropped from the path at the end), beta."""
     if replace_last:
-        for key in ("size", "objective", "retrained", "seconds"):
+        for key in ("size", "objective", "retrained", "seconds", "validation_error", "validation_loss"):
             path[key].pop()
         del path["coef"][len(path["coef"]) - (fit.d if keep_coef else 0):]
     path["size"].append(fit.d)
     path["objective"].append(float(objective))
     path["retrained"].append(bool(retrained))
     path["seconds"].append(time.perf_counter() - start)
+    path["validation_error"].append(float(fit.validation[0]))
+    path["validation_loss"].append(float(fit.validation[1]))
     if keep_coef:
         path["coef"].extend(fit.beta[:fit.d].tolist())
 

@@ -8,7 +8,7 @@ them: an engine that runs partitions in other processes sends a function's
 name and looks it up here, so no code travels.
 """
 
-from core.partition import dual, ebsvm, l0svm, predictions, slant, spsvm
+from core.partition import dual, ebsvm, l0svm, predictions, slant, spsvm, validation
 
 PARTITION_FUNCTIONS = {fn.__name__: fn for fn in (
     dual.dual_round,
@@ -18,6 +18,7 @@ PARTITION_FUNCTIONS = {fn.__name__: fn for fn in (
     spsvm.spsvm_start, spsvm.spsvm_add_basis, spsvm.spsvm_restore, spsvm.spsvm_score, spsvm.spsvm_line,
     spsvm.spsvm_gradient,
     predictions.count_positive,
+    validation.validate_expansion,
 )}
 
 

@@ -1,28 +1,46 @@
 """The block of rows a partition holds for a whole fit; every partition function reads one."""
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
-from core.rows import as_rows, squared_norms
+from core.rows import as_rows, squared_norms, take_rows
 
 
 @dataclass
 class PartitionData:
-    """One partition of the training set, fixed for the whole fit."""
+    """One partition of the training set, fixed for the whole fit.
+
+    ``validation``: the partition's validation rows (a ``PartitionData`` of their own), held beside the
+    training rows and never trained on; the partition functions score the current model on them
+    (``core.partition.validation``).  None when the fit has no validation rows.
+    """
 
     rows: object  # float64 ndarray (n, p) or scipy CSR matrix
     y: np.ndarray  # float64 labels in {-1, +1}
     weight: np.ndarray  # float64 instance weights (ones when unweighted)
     ids: np.ndarray  # int64 ids, unique over the training set
     sq_norms: np.ndarray  # ||x_i||^2, computed once
+    validation: Optional["PartitionData"] = None
 
     @classmethod
-    def build(cls, rows, y, weight, ids):
+    def build(cls, rows, y, weight, ids, validation=None):
+        """The block of these rows; ``validation`` (a boolean mask over them, or None) marks the rows that
+        are held out for validation instead of trained on."""
         rows = as_rows(rows)
-        return cls(rows, np.asarray(y, np.float64), np.asarray(weight, np.float64),
-                   np.asarray(ids, np.int64), squared_norms(rows))
+        y, weight, ids = np.asarray(y, np.float64), np.asarray(weight, np.float64), np.asarray(ids, np.int64)
+        if validation is None:
+            return cls(rows, y, weight, ids, squared_norms(rows))
+        held = np.asarray(validation, bool)
+        if held.all():
+            raise ValueError("a partition holds only validation rows, so it has nothing to train on: use fewer "
+                             "partitions, or mark fewer rows for validation")
+        train, val = np.flatnonzero(~held), np.flatnonzero(held)
+        block = cls.build(take_rows(rows, train), y[train], weight[train], ids[train])
+        if val.size:
+            block.validation = cls.build(take_rows(rows, val), y[val], weight[val], ids[val])
+        return block
 
     def __len__(self):
         return self.y.shape[0]
-

@@ -18,12 +18,18 @@ their rows) and, per class, its ``n_select`` most violating eligible
 non-support examples with their rows, ranked by (v desc, id asc), and the
 (v, id) of the best one it did not report: the driver's bound on everything
 it does not see.
+
+Validation rows (``data.validation``, never stepped on) keep the sparse model's
+decision values f~(x) = <w~, phi(x)> + b; each round answers with their error
+and hinge loss after every step it applied (``core.partition.validation``), so
+the driver knows them at every support size.
 """
 
 import numpy as np
 
 from core.kernels import KernelSpec, kernel_block
 from core.partition.common import kernel_times, locate
+from core.partition.validation import validation_sums_per_step
 from core.rows import take_rows
 
 NEG, POS = 0, 1  # class slots of the per-class answers (y = -1, y = +1)
@@ -80,7 +86,10 @@ def _reset(data, request):
         responses = data.y * kernel_times(data, request["sv_rows"], request["sv_coef"], spec)
         local, _ = locate(data, request["sv_ids"])
         support[local] = True
-    return {"h": h, "eligible": margin > 0.0, "responses": responses, "support": support}
+    val = data.validation
+    val_f = None if val is None else kernel_times(val, request["sv_rows"], request["sv_coef"], spec) \
+        + request["ref_bias"]
+    return {"h": h, "eligible": margin > 0.0, "responses": responses, "support": support, "val_f": val_f}
 
 
 def slant_round(data, state, request):
@@ -96,7 +105,8 @@ def slant_round(data, state, request):
     Answer: ``sv_ids, sv_h, sv_c`` for the support examples held here;
     ``cand_ids, cand_rows, cand_y, cand_h, cand_c``; ``next_value`` and
     ``next_id`` (per class) of the best unreported eligible non-support
-    example; on reset also ``kmax`` (``kernel_bound``) and ``n_eligible``.
+    example; on reset also ``kmax`` (``kernel_bound``) and ``n_eligible``.  Validation sums:
+    ``val_mistakes`` and ``val_loss`` after each step of the round (arrays) and ``val_weight``.
     """
     answer = {}
     if request["reset"]:
@@ -105,13 +115,19 @@ def slant_round(data, state, request):
         answer["kmax"] = kernel_bound(data, spec)
         answer["n_eligible"] = int(state["eligible"].sum())
     h, eligible, responses, support = state["h"], state["eligible"], state["responses"], state["support"]
-    if len(request["step_order"]):
+    order = request["step_order"]
+    K_val, val_scale = None, np.zeros(0)
+    if len(order):
         spec = KernelSpec.from_dict(request["kernel"])
         K = kernel_block(data.rows, request["step_rows"], spec, x_sq_norms=data.sq_norms)
-        order = request["step_order"]
         add_steps(responses, data.y, K, order, request["step_y"][order], request["eta"])
         local, _ = locate(data, request["step_ids"])
         support[local] = True
+        val_scale = request["eta"] * request["step_y"][order]
+        if data.validation is not None:
+            K_val = kernel_block(data.validation.rows, request["step_rows"], spec,
+                                 x_sq_norms=data.validation.sq_norms)
+    answer.update(validation_sums_per_step(data, state["val_f"], K_val, order, val_scale))
     violation = h - responses
     chosen = []
     answer.update(next_value=np.full(2, -np.inf), next_id=np.full(2, -1, np.int64))

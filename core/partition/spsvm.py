@@ -14,6 +14,12 @@ Per-example state, always a function of the driver's basis J and coefficients be
 
 With the residual r_i = 1 - y_i o_i, example i is active when r_i > 0 and the loss is
 1/2 sum_i w_i max(0, r_i)^2 (the L2-loss of eq. 4, with instance weights w_i).
+
+Validation rows (``data.validation``), never trained on, keep the same three things under ``val``:
+their basis columns, their outputs (the model's decision values on them) and the direction's outputs.
+Every round that moves o (``spsvm_add_basis``, ``spsvm_gradient``) moves theirs too and answers with
+their error and loss sums (``core.partition.validation``): one kernel column of the validation rows per
+basis function, the rest O(n_val d) per Newton iteration.
 """
 
 import numba
@@ -21,6 +27,7 @@ import numpy as np
 
 from core.config import NJIT_SUMS
 from core.kernels import KernelSpec, kernel_block
+from core.partition.validation import validation_sums
 from core.rows import take_rows
 
 BIAS_TERM = 1.0  # K' = K + 1: the kernel of the feature map (1, phi(x))
@@ -79,8 +86,32 @@ def spsvm_start(data, state, request):
     """
     n = len(data)
     state = {"C": np.zeros((n, request["capacity"]), order="F"), "d": 0, "o": np.zeros(n),
-             "factor": np.ones(n, bool), "z": np.zeros(n), "cand": np.zeros((0, n))}
+             "factor": np.ones(n, bool), "z": np.zeros(n), "cand": np.zeros((0, n)),
+             "val": _validation_state(data, request["capacity"])}
     return state, {"count": n, "token": int(data.ids[0]) if n else -1, "loss": 0.5 * float(data.weight.sum())}
+
+
+def _validation_state(data, capacity, rows=None, beta=None, direction=None, kernel=None):
+    """The validation rows' basis columns ``C``, outputs ``o`` and direction outputs ``z`` (None without
+    validation rows): empty, or rebuilt from the basis ``rows``, ``beta`` and ``direction``."""
+    val = data.validation
+    if val is None:
+        return None
+    n = len(val)
+    state = {"C": np.zeros((n, capacity), order="F"), "o": np.zeros(n), "z": np.zeros(n)}
+    if beta is not None and len(beta):
+        d = len(beta)
+        state["C"][:, :d] = basis_kernel(val.rows, rows, kernel, x_sq_norms=val.sq_norms)
+        state["o"] = state["C"][:, :d] @ beta
+        if direction is not None:
+            state["z"] = state["C"][:, :d] @ direction
+    return state
+
+
+def _validation_answer(data, state):
+    """The validation sums of the current outputs (the model's L2 loss, as training's)."""
+    val = state["val"]
+    return validation_sums(data, val["o"] if val is not None else None, squared=True)
 
 
 def _local_positions(data, request):
@@ -108,7 +139,9 @@ def _rebuilt(data, state, request):
     direction = request["model_direction"]
     return {"C": C, "d": d, "o": C[:, :d] @ request["model_beta"],
             "factor": 1.0 - data.y * (C[:, :d_f] @ request["model_factor_beta"]) > 0.0,
-            "z": np.zeros(n) if direction is None else C[:, :d] @ direction, "cand": np.zeros((0, n))}
+            "z": np.zeros(n) if direction is None else C[:, :d] @ direction, "cand": np.zeros((0, n)),
+            "val": _validation_state(data, request["model_capacity"], request["model_rows"], request["model_beta"],
+                                     direction, request["kernel"])}
 
 
 def spsvm_add_basis(data, state, request):
@@ -120,12 +153,14 @@ def spsvm_add_basis(data, state, request):
     (save o, I and d first, for ``spsvm_restore``), and ``positions`` (global positions of the
     next candidates) with ``offsets`` and ``tokens``.
     Answer: the ``loss`` after the update; the fetched examples (``fetched_positions``,
-    ``fetched_ids``, ``fetched_rows``).
+    ``fetched_ids``, ``fetched_rows``); the validation sums after the update.
     """
     state = _rebuilt(data, state, request)
     answer = {}
+    val = state["val"]
     if request["checkpoint"]:
-        state["saved"] = (state["o"].copy(), state["factor"].copy(), state["d"])
+        state["saved"] = (state["o"].copy(), state["factor"].copy(), state["d"],
+                          None if val is None else val["o"].copy())
     if request["row"] is not None:
         C, d, o = state["C"], state["d"], state["o"]
         if d >= C.shape[1]:
@@ -137,8 +172,14 @@ def spsvm_add_basis(data, state, request):
         C[:, d] = c
         state["d"] = d + 1
         o += request["coef"] * c
+        if val is not None:
+            val_rows = data.validation
+            val["C"][:, d] = basis_kernel(val_rows.rows, request["row"], request["kernel"],
+                                          x_sq_norms=val_rows.sq_norms)[:, 0]
+            val["o"] += request["coef"] * val["C"][:, d]
     residual = np.maximum(1.0 - data.y * state["o"], 0.0)
     answer["loss"] = 0.5 * float(data.weight @ (residual * residual))
+    answer.update(_validation_answer(data, state))
     local, positions = _local_positions(data, request)
     answer.update(fetched_positions=positions, fetched_ids=data.ids[local], fetched_rows=take_rows(data.rows, local))
     return state, answer
@@ -149,7 +190,9 @@ def spsvm_restore(data, state, request):
     a task that lost it rebuilds that state from the model the request always carries (``_rebuilt``)."""
     if "saved" not in state:
         return _rebuilt(data, state, request), {}
-    state["o"], state["factor"], state["d"] = state.pop("saved")
+    state["o"], state["factor"], state["d"], val_o = state.pop("saved")
+    if val_o is not None:
+        state["val"]["o"] = val_o
     return state, {}
 
 
@@ -181,6 +224,8 @@ def spsvm_line(data, state, request):
     state = _rebuilt(data, state, request)
     if request["direction"] is not None:
         state["z"] = state["C"][:, :state["d"]] @ request["direction"]
+        if state["val"] is not None:
+            state["val"]["z"] = state["val"]["C"][:, :state["d"]] @ request["direction"]
     loss, slope, curvature, changes = _directional_sums(data, state["o"], state["z"][None, :], [request["step"]],
                                                         [request["step_prev"]])
     return state, {"loss": float(loss[0]), "slope": float(slope[0]), "curvature": float(curvature[0]),
@@ -197,7 +242,8 @@ def spsvm_gradient(data, state, request):
     I' = {r_i > 0} replaces the factor's I.  Answer: ``residual_sum`` = sum_{i in I'} w_i (y_i - o_i)
     K'_iJ (the loss part of the gradient of eq. 6 is its negative), the ``loss``, and how P changes
     from I to I': when at most d examples changed, their rows sqrt(w_i) K'_iJ (``entering``,
-    ``leaving``), else the dense change of K_JI W K_JI^T (``gram_change``, None otherwise).
+    ``leaving``), else the dense change of K_JI W K_JI^T (``gram_change``, None otherwise); the
+    validation sums after the step.
     """
     state = _rebuilt(data, state, request)
     C, d, o, y = state["C"], state["d"], state["o"], data.y
@@ -208,6 +254,9 @@ def spsvm_gradient(data, state, request):
         answer["gram_block"] = C[:, :d].T @ (weight_in_factor[:, None] * C[:, start:d])
     if request["step"]:
         o += request["step"] * state["z"]
+        if state["val"] is not None:
+            state["val"]["o"] += request["step"] * state["val"]["z"]
+    answer.update(_validation_answer(data, state))
     residual = 1.0 - y * o
     active = residual > 0.0
     w = np.where(active, data.weight, 0.0)

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from core.atomic_file import atomic_write
 from core.support_path import path_mistakes, recorded_path
 from spark_bsvm.ml.model import BSVMModel
+from spark_bsvm.ml.summary import grid_table, validation_path
 
 
 def svm_stage(pipeline_model):
@@ -49,6 +50,18 @@ def evaluate(pipeline_model, test):
     errors = counts["false_positive"] + counts["false_negative"]
     return {"test_rows": int(rows), "test_error": errors / rows, "support_size": svm.numSupportVectors,
             "classes": {"negative": negative, "positive": positive}, "confusion": counts}
+
+
+def validation_record(svm):
+    """What the fit recorded on its validation rows, or None without them: ``by_support_size`` [(s, validation
+    error)] of the model's setting, the size it kept (``kept_size``) and that size's error, the rule that
+    chose it, and ``grid``: with a grid of settings, one row per setting (``BSVMTrainingSummary.validationGrid``)."""
+    metadata = svm.expansion.metadata
+    record = metadata.get("validation")
+    if not record:
+        return None
+    return {"by_support_size": validation_path(metadata), "kept_size": record["kept_size"],
+            "kept_error": record["kept_error"], "select": record["select"], "grid": grid_table(metadata)}
 
 
 def training_record(svm):

@@ -70,13 +70,15 @@ def fit(split, model_config, warm_start_from=None):
 
 
 def describe_run(config, timings, evaluation, pipeline_model):
-    """The JSON report of one fit: data, method, params, timings, the evaluation, the training record."""
+    """The JSON report of one fit: data, method, params, timings, the evaluation, the training record and what
+    the fit recorded on its validation rows (``report.validation_record``; None without them)."""
     data = config["data"]
     name = config["model"]["method"]
+    svm = report.svm_stage(pipeline_model)
     return dict(evaluation, **timings, method=name, params=methods.method_params(name, config["model"]["params"]),
                 data={k: data[k] for k in ("source", "path", "test_path", "test_fraction", "seed",
                                            "deduplicate", "scale", "positive_label")},
-                training=report.training_record(report.svm_stage(pipeline_model)))
+                training=report.training_record(svm), validation=report.validation_record(svm))
 
 
 def save_model(config, pipeline_model):

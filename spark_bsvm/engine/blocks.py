@@ -252,8 +252,35 @@ def rows_from_arrow(column, n_features):
     return sp.csr_matrix((data[keep], indices[keep], indptr), shape=(len(column), n_features))
 
 
-def partition_block(batches, pid, n_features, classes, has_weight):
-    """A task's Arrow batches as a ``PartitionData`` (a ValueError names what is wrong with its rows)."""
+def check_validation_column(df, validation_col):
+    """A ``ColumnError`` unless ``df`` has the boolean column ``validation_col`` (True marks a validation row)."""
+    from pyspark.sql.types import BooleanType
+
+    fields = {field.name: field.dataType for field in df.schema.fields}
+    _check_present(fields, "validationIndicator", validation_col)
+    if not isinstance(fields[validation_col], BooleanType):
+        raise ColumnError(f"validation indicator column {validation_col!r} has type "
+                          f"{fields[validation_col].simpleString()}, not boolean: mark the validation rows with "
+                          "true and the training rows with false (e.g. F.col(...) == 1)")
+
+
+def count_validation_rows(prepared, n_rows):
+    """The number of rows of ``prepared`` whose ``validation`` column is true; a ValueError when it has nulls,
+    or when all or none of the ``n_rows`` rows are validation rows."""
+    counts = {row["validation"]: row["count"] for row in prepared.groupBy("validation").count().collect()}
+    if counts.get(None):
+        raise ValueError(f"the validation indicator column has {counts[None]} null value(s): mark every row "
+                         "true (validation) or false (training)")
+    held = int(counts.get(True, 0))
+    if held == 0 or held == n_rows:
+        raise ValueError(f"{'none' if held == 0 else 'all'} of the {n_rows} training rows are marked for "
+                         "validation: hold out some rows and train on the others")
+    return held
+
+
+def partition_block(batches, pid, n_features, classes, has_weight, has_validation=False):
+    """A task's Arrow batches as a ``PartitionData`` (a ValueError names what is wrong with its rows); with
+    ``has_validation``, the rows whose ``validation`` column is true are its validation rows."""
     import pyarrow as pa
 
     from core.partition.data import PartitionData
@@ -267,4 +294,5 @@ def partition_block(batches, pid, n_features, classes, has_weight):
     y = np.where(labels == classes[1], 1.0, -1.0)
     weight = table.column("weight").to_numpy() if has_weight else np.ones(len(y))
     ids = (np.int64(pid) << 40) + np.arange(len(y), dtype=np.int64)
-    return PartitionData.build(rows, y, weight, ids)
+    held = table.column("validation").to_numpy(zero_copy_only=False).astype(bool) if has_validation else None
+    return PartitionData.build(rows, y, weight, ids, held)

@@ -33,6 +33,7 @@ class TaskEngine(Engine):
         self.rounds = 0
         self.n_features, self.n_examples = spec.n_features, spec.n_examples
         self.classes, self.n_partitions, self.scale_gamma = list(spec.classes), spec.n_partitions, spec.scale_gamma
+        self.n_validation = spec.n_validation
         self.fault_injection = spec.fault_injection
 
     def run(self, function, request, rebuild=None):
@@ -75,7 +76,7 @@ def host_fit(context, batches, spec):
         logger.addHandler(warnings)
         try:
             engine = TaskEngine(coordinator, partition_block(batches, 0, spec.n_features, spec.classes,
-                                                             spec.has_weight), spec)
+                                                             spec.has_weight, spec.n_validation > 0), spec)
             model = spec.fit.function(engine, **spec.fit.arguments)
             warn_if_one_class(engine, model)
         except LostTask:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from core.progress import progress_logger
-from spark_bsvm.engine.blocks import check_schema, check_training_data
+from spark_bsvm.engine.blocks import check_schema, check_training_data, check_validation_column, count_validation_rows
 from spark_bsvm.engine.session import check_barrier_possible, executor_slots, is_connect, tagged_jobs
 
 OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
@@ -77,6 +77,7 @@ class TaskSpec:
     k-th round (when it coordinates the fit, by killing its Python worker, as a lost executor would);
     with ``"times": n`` (driver-coordinated fits), at the k-th round of each attempt, n times in all;
     ``{"unreachable": pid, "port": port}`` gives partition pid's task a port where nothing listens.
+    ``n_validation``: the validation rows among the stage's rows (its ``validation`` column marks them).
     """
 
     secret: str
@@ -89,6 +90,7 @@ class TaskSpec:
     address: Optional[tuple] = None
     fit: Optional[HostedFit] = None
     fault_injection: Optional[dict] = None
+    n_validation: int = 0
 
 
 class TrainingData:
@@ -99,10 +101,12 @@ class TrainingData:
     0 first): ``blocks.check_training_data`` checks it all in one aggregation, which also gives
     ``scale_gamma``.  ``check_data(n_features, classes)``: the caller's checks of the data's shape; they run
     before the stage holds the slots.  ``description`` names the fit in the progress log and the Spark UI.
+    ``validation_col``: a boolean column marking the validation rows, which the tasks hold beside the
+    training rows (``PartitionData.validation``); ``n_examples`` counts the training rows only.
     """
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
-                 check_data=None, description="spark-bsvm fit"):
+                 check_data=None, description="spark-bsvm fit", validation_col=None):
         from pyspark.ml.linalg import VectorUDT
         from pyspark.sql import functions as F
 
@@ -110,17 +114,23 @@ class TrainingData:
         self.progress.info("%s: checking the training data", description)
         self.spark = df.sparkSession
         check_schema(df, features_col, label_col, weight_col)
+        if validation_col:
+            check_validation_column(df, validation_col)
         self.n_partitions = num_partitions or executor_slots(self.spark)
         check_barrier_possible(self.spark, self.n_partitions)
         columns = [F.col(features_col).alias("features"), F.col(label_col).alias("label")]
         if weight_col:
             columns.append(F.col(weight_col).cast("double").alias("weight"))
+        if validation_col:
+            columns.append(F.col(validation_col).alias("validation"))
         prepared = df.select(*columns)
         self.has_weight = bool(weight_col)
         summary = check_training_data(prepared, features_col, label_col, weight_col)
         self.classes, self.n_examples, self.n_features = summary.classes, summary.n_rows, summary.n_features
         self.scale_gamma = summary.scale_gamma
         input_partitions = summary.n_partitions
+        self.n_validation = count_validation_rows(prepared, self.n_examples) if validation_col else 0
+        self.n_examples -= self.n_validation
         if not isinstance(prepared.schema["features"].dataType, VectorUDT):
             # an array column: the tasks read it as list<double>, dense rows
             prepared = prepared.withColumn("features", F.col("features").cast("array<double>"))
@@ -132,7 +142,7 @@ class TrainingData:
 
     def task_spec(self, secret, **kwargs):
         return TaskSpec(secret, self.n_features, self.classes, self.has_weight, self.n_partitions, self.n_examples,
-                        self.scale_gamma, **kwargs)
+                        self.scale_gamma, n_validation=self.n_validation, **kwargs)
 
     def run_stage(self, task, tag, restarts=0):
         """Run ``task`` on every partition in one barrier stage; the tasks' output rows.  When Spark aborts

@@ -96,7 +96,8 @@ def _serve(context, batches, spec):
     try:
         wire.send_hello(sock, spec.secret, pid)
         try:
-            data = partition_block(batches, pid, spec.n_features, spec.classes, spec.has_weight)
+            data = partition_block(batches, pid, spec.n_features, spec.classes, spec.has_weight,
+                                   spec.n_validation > 0)
         except ValueError as exc:
             _report(sock, exc)
             data = None

@@ -7,7 +7,10 @@ function's keyword arguments.  Everything else is here, once:
     _fit:  check every param (no Spark job before that)
            -> read the saved models it needs (``_driver_inputs``)
            -> drop the rows of weight 0 (they contribute nothing; MLlib's meaning)
-           -> split off the calibration rows
+           -> split off the calibration rows; mark the validation rows (``validationIndicatorCol``, or
+              ``validationFraction`` drawn by seed), which the tasks hold beside the training rows
+           -> with ``gammaGrid`` / ``regParamGrid``: the core function becomes ``core.grid.fit_grid`` over
+              the settings, all fitted in the same training stage
            -> engine.training.train(...): the data's checks, then ``_check_data`` (saved models against the
               data), then the training stage, coordinated by the driver or by one of its tasks
               (``coordinatorMode``), which runs core function(engine, **table-mapped params, kernel, inputs)
@@ -24,9 +27,14 @@ from pyspark.ml.classification import ProbabilisticClassifier
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 from pyspark.sql import functions as F
 
-from spark_bsvm.engine.blocks import check_schema
+from core.grid import fit_grid
+from core.kernels import KernelSpec
+from spark_bsvm.engine.blocks import check_schema, check_validation_column
 from spark_bsvm.engine.training import train
-from spark_bsvm.ml.params import _KernelParams, check_params
+from spark_bsvm.ml.params import _GridParams, _KernelParams, _ValidationParams, check_params
+
+_DRAWN_VALIDATION = "__bsvm_validation"  # the column validationFraction's draw adds
+_VALIDATION_PARAMS = ("validationIndicatorCol", "validationFraction", "gammaGrid", "regParamGrid")  # not core's
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,46 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         if self._class_thresholds() is not None and self.getCalibrationFraction() == 0:
             raise ValueError("thresholds chooses the class by its probability, and the model gets probabilities "
                              "only when calibrated: set calibrationFraction > 0, or use threshold (on f) instead")
+        if isinstance(self, _ValidationParams):
+            self._check_validation()
+
+    def _check_validation(self):
+        indicator, fraction = self.getValidationIndicatorCol(), self.getValidationFraction()
+        if indicator and fraction > 0:
+            raise ValueError(f"both validationIndicatorCol ({indicator!r}) and validationFraction ({fraction}) are "
+                             "set: mark the validation rows one way, and unset the other")
+        if indicator or fraction > 0:
+            return
+        if self.getSelectSupportSize() != "end":
+            raise ValueError(f"selectSupportSize={self.getSelectSupportSize()!r} chooses by the validation error, "
+                             "and no rows are held out for it: set validationFraction (e.g. 0.2) or "
+                             "validationIndicatorCol, or keep selectSupportSize='end'")
+        if self._grid_settings() is not None:
+            raise ValueError("gammaGrid / regParamGrid choose their setting by the validation error, and no rows "
+                             "are held out for it: set validationFraction (e.g. 0.2) or validationIndicatorCol")
+
+    def _grid_settings(self):
+        """The core settings of ``gammaGrid`` x ``regParamGrid`` (kernel and regulariser), or None when neither
+        is set."""
+        if not isinstance(self, _GridParams) or (self.getGammaGrid() is None and self.getRegParamGrid() is None):
+            return None
+        gammas = self.getGammaGrid() or [self.getGamma()]
+        reg_params = self.getRegParamGrid() or [self.getOrDefault("regParam")]
+        lam = self.core.arguments["regParam"]
+        return [{"kernel": KernelSpec(self.getKernel(), gamma=g, degree=self.getDegree(), coef0=self.getCoef0()),
+                 lam: r} for g in gammas for r in reg_params]
+
+    def _validation_col(self, dataset):
+        """(dataset, the column marking its validation rows or None): ``validationFraction`` adds the column."""
+        if not isinstance(self, _ValidationParams):
+            return dataset, None
+        if self.getValidationIndicatorCol():
+            return dataset, self.getValidationIndicatorCol()
+        fraction = self.getValidationFraction()
+        if fraction == 0:
+            return dataset, None
+        drawn = F.rand(seed=self.getOrDefault(self.seed)) < F.lit(fraction)
+        return dataset.withColumn(_DRAWN_VALIDATION, drawn), _DRAWN_VALIDATION
 
     def _driver_inputs(self):
         """Keyword arguments of the core function read from files (saved models), on the driver, before the
@@ -76,6 +124,7 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         """{Spark param name: value} of the params the core function gets (kernel params included)."""
         names = list(self.core.arguments) + (["kernel", "gamma", "degree", "coef0"]
                                              if isinstance(self, _KernelParams) else [])
+        names += [name for name in _VALIDATION_PARAMS if self.hasParam(name)]
         return {name: self.getOrDefault(name) for name in names if self.isDefined(name)}
 
     def core_arguments(self):
@@ -90,6 +139,8 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         self._check()
         # the columns first: reading a saved model below runs Spark jobs
         check_schema(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col())
+        if isinstance(self, _ValidationParams) and self.getValidationIndicatorCol():
+            check_validation_column(dataset, self.getValidationIndicatorCol())
         inputs = self._driver_inputs()
         training = dataset
         if self._weight_col():  # null weights stay: the data's checks name them
@@ -99,20 +150,33 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         if self.getCalibrationFraction() > 0:
             fraction = self.getCalibrationFraction()
             dataset, holdout = dataset.randomSplit([1.0 - fraction, fraction], seed=self.getOrDefault(self.seed))
-        expansion = train(dataset, self.core.function, dict(self.core_arguments(), **inputs),
+        dataset, validation_col = self._validation_col(dataset)
+        function, arguments = self.core.function, dict(self.core_arguments(), **inputs)
+        settings = self._grid_settings()
+        if settings is not None:  # every setting in this one training stage
+            lam = self.core.arguments["regParam"]
+            arguments = dict({k: v for k, v in arguments.items() if k not in ("kernel", lam)}, function=function,
+                             settings=settings)
+            function = fit_grid
+        expansion = train(dataset, function, arguments,
                           features_col=self.getFeaturesCol(), label_col=self.getLabelCol(),
                           weight_col=self._weight_col(), num_partitions=self.getNumPartitions(),
                           mode=self.getCoordinatorMode(), check_data=functools.partial(self._check_data, inputs),
-                          description=f"spark-bsvm {type(self).__name__} fit")
+                          description=f"spark-bsvm {type(self).__name__} fit", validation_col=validation_col)
         # the summary names params as the user set them; core's own names stay beside them
         expansion.metadata["coreParams"] = expansion.metadata.get("params", {})
         expansion.metadata["params"] = self._spark_values()
+        if settings is not None:  # the chosen setting's values
+            expansion.metadata["params"].update(gamma=expansion.kernel.gamma,
+                                                regParam=expansion.metadata["coreParams"]["lam"])
         model = self.model_class(expansion)
         model._resetUid(self.uid)  # as MLlib's models and xgboost.spark's
         self._copyValues(model)
         if isinstance(model, _KernelParams):
             trained = expansion.kernel
             model._set(kernel=trained.name, gamma=trained.gamma, degree=trained.degree, coef0=trained.coef0)
+        if settings is not None:
+            model._set(regParam=expansion.metadata["params"]["regParam"])
         if holdout is not None:
             model.calibrate(holdout)
         model._set_training_summary(training)

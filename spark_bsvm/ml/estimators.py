@@ -18,6 +18,7 @@ from spark_bsvm.ml.params import (_BudgetSVMParams, _BudgetSVMSetters, _CSVCPara
                                   _SlantSetters, _SpSVMParams, _SpSVMSetters)
 
 _DUAL_SOLVER = {"C": "C", "tol": "tol", "maxIter": "max_rounds", "workingSetSize": "working_set_size"}
+_SELECTION = {"selectSupportSize": "select", "selectTolerance": "tolerance"}
 
 
 class CSVCModel(BSVMModel, _CSVCParams):
@@ -137,14 +138,16 @@ class SlantSparsifier(_BSVMEstimator, _SlantParams, _SlantSetters):
     """
 
     core = CoreCall(fit_slant, {"eta": "eta", "epsilon": "epsilon", "maxSupport": "max_support", "maxIter": "max_steps",
-                           "aggressive": "aggressive", "candidatesPerClass": "candidates_per_class"})
+                           "aggressive": "aggressive", "candidatesPerClass": "candidates_per_class", **_SELECTION})
     model_class = SlantSparsifierModel
 
     @keyword_only
     def __init__(self, *, referenceModelPath=None, featuresCol="features", labelCol="label", eta=0.5, epsilon=0.5,
                  maxSupport=None, aggressive=False, maxIter=100000, candidatesPerClass=64,
                  predictionCol="prediction", rawPredictionCol="rawPrediction", probabilityCol="probability",
-                 threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto"):
+                 threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0, numPartitions=None,
+                 coordinatorMode="auto", validationIndicatorCol=None, validationFraction=0.0, selectSupportSize="end",
+                 selectTolerance=0.0):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -225,7 +228,8 @@ class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams, _EBSVMSetters):
     """
 
     core = CoreCall(fit_ebsvm, {"budget": "budget", "regParam": "lam", "epochs": "epochs", "batchSize": "batch_size",
-                           "etaTheta": "eta_theta", "averageFraction": "average_fraction", "seed": "seed"})
+                           "etaTheta": "eta_theta", "averageFraction": "average_fraction", "seed": "seed",
+                           "checkpoints": "checkpoints", **_SELECTION})
     model_class = ElasticBudgetSVMModel
 
     @keyword_only
@@ -233,7 +237,9 @@ class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams, _EBSVMSetters):
                  degree=3, coef0=0.0, budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0,
                  averageFraction=0.1, predictionCol="prediction", rawPredictionCol="rawPrediction",
                  probabilityCol="probability", threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0,
-                 numPartitions=None, coordinatorMode="auto"):
+                 numPartitions=None, coordinatorMode="auto", checkpoints=None, validationIndicatorCol=None,
+                 validationFraction=0.0, selectSupportSize="end", selectTolerance=0.0, gammaGrid=None,
+                 regParamGrid=None):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -275,7 +281,7 @@ class SpSVM(_BSVMEstimator, _SpSVMParams, _SpSVMSetters):
 
     core = CoreCall(fit_spsvm, {"maxBasis": "max_basis", "regParam": "lam", "kappa": "kappa", "seed": "seed",
                            "basisSelection": "selection", "retrain": "retrain", "tol": "tol",
-                           "maxIter": "max_newton"})
+                           "maxIter": "max_newton", **_SELECTION})
     model_class = SpSVMModel
 
     @keyword_only
@@ -283,7 +289,9 @@ class SpSVM(_BSVMEstimator, _SpSVMParams, _SpSVMSetters):
                  degree=3, coef0=0.0, maxBasis=100, regParam=1.0, kappa=10, basisSelection="method2",
                  retrain="schedule", tol=1e-6, maxIter=50, initialModelPath=None, predictionCol="prediction",
                  rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, thresholds=None,
-                 seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto"):
+                 seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto",
+                 validationIndicatorCol=None, validationFraction=0.0, selectSupportSize="end", selectTolerance=0.0,
+                 gammaGrid=None, regParamGrid=None):
         super().__init__()
         self._set(**self._input_kwargs)
 

@@ -18,6 +18,7 @@ from pyspark.ml.param.shared import HasSeed, HasWeightCol
 
 from core.kernels import SCALE, KernelSpec
 from core.l0svm import MARGINS
+from core.selection import SELECT_RULES
 from core.spsvm import RETRAINS, SELECTIONS
 from core.svc import NORMS
 from core.validation import check_positive
@@ -66,6 +67,13 @@ def _gamma_or_scale(value):
         return TypeConverters.toFloat(value)
     except TypeError:
         raise TypeError(f"gamma must be a number > 0 or 'scale', got {value!r}") from None
+
+
+def positive_list(name, value):
+    if not value:
+        raise ValueError(f"{name} must hold at least one value (unset it for none), got {list(value)!r}")
+    for item in value:
+        check_positive(**{f"every value of {name}": item})
 
 
 def class_thresholds(name, value):
@@ -214,6 +222,90 @@ class _KernelSetters:
 
     def setCoef0(self, value):
         return self._set(coef0=value)
+
+
+# ---- validation inside the fit, and a grid of settings in one fit (SpSVM-2, slant, EBSVM) ----------------
+
+class _ValidationParams(Params):
+    """Validation rows held beside the training rows, and what the fit keeps of its validated path."""
+
+    validationIndicatorCol = Param(Params._dummy(), "validationIndicatorCol", "boolean column marking the rows "
+                                   "held out for validation (true) instead of trained on: the fit records "
+                                   "their error at every support size (or checkpoint) it passes; unset: none",
+                                   TypeConverters.toString)
+    validationFraction = Param(Params._dummy(), "validationFraction", "share of the training rows held out for "
+                               "validation, drawn by seed (Spark's rand), when validationIndicatorCol is unset; "
+                               "0 = none (in [0, 1))", TypeConverters.toFloat)
+    selectSupportSize = Param(Params._dummy(), "selectSupportSize", "what the model keeps of its path: 'end' "
+                              "(the whole fit), 'best' (the support size or checkpoint of the smallest "
+                              "validation error) or 'withinTolerance' (the smallest within selectTolerance of "
+                              "that error); the last two need validation rows", TypeConverters.toString)
+    selectTolerance = Param(Params._dummy(), "selectTolerance", "for selectSupportSize='withinTolerance': the "
+                            "validation error (a share, e.g. 0.005) the model may lose against the best (>= 0)",
+                            TypeConverters.toFloat)
+
+    RULES = {"validationFraction": in_range(0.0, 1.0, closed_high=False), "selectSupportSize": one_of(SELECT_RULES),
+             "selectTolerance": in_range(0.0, math.inf, closed_high=False)}
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(validationFraction=0.0, selectSupportSize="end", selectTolerance=0.0)
+
+    def getValidationIndicatorCol(self):
+        """The set indicator column, or None."""
+        return self.getOrDefault(self.validationIndicatorCol) if self.isDefined(self.validationIndicatorCol) \
+            else None
+
+    def getValidationFraction(self):
+        return self.getOrDefault(self.validationFraction)
+
+    def getSelectSupportSize(self):
+        return self.getOrDefault(self.selectSupportSize)
+
+    def getSelectTolerance(self):
+        return self.getOrDefault(self.selectTolerance)
+
+
+class _ValidationSetters:
+    def setValidationIndicatorCol(self, value):
+        return self._set(validationIndicatorCol=value)
+
+    def setValidationFraction(self, value):
+        return self._set(validationFraction=value)
+
+    def setSelectSupportSize(self, value):
+        return self._set(selectSupportSize=value)
+
+    def setSelectTolerance(self, value):
+        return self._set(selectTolerance=value)
+
+
+class _GridParams(Params):
+    """A grid of (gamma, regParam) settings fitted one after another in the same training stage."""
+
+    gammaGrid = Param(Params._dummy(), "gammaGrid", "kernel gammas to try (each > 0) in one fit, with each "
+                      "value of regParamGrid; the model is the setting of the smallest validation error "
+                      "(needs validation rows); unset: gamma alone", TypeConverters.toListFloat)
+    regParamGrid = Param(Params._dummy(), "regParamGrid", "regParam values to try (each > 0) in one fit, with "
+                         "each value of gammaGrid; unset: regParam alone", TypeConverters.toListFloat)
+
+    RULES = {"gammaGrid": positive_list, "regParamGrid": positive_list}
+
+    def getGammaGrid(self):
+        """The set gammas, or None."""
+        return self.getOrDefault(self.gammaGrid) if self.isDefined(self.gammaGrid) else None
+
+    def getRegParamGrid(self):
+        """The set regParam values, or None."""
+        return self.getOrDefault(self.regParamGrid) if self.isDefined(self.regParamGrid) else None
+
+
+class _GridSetters:
+    def setGammaGrid(self, value):
+        return self._set(gammaGrid=value)
+
+    def setRegParamGrid(self, value):
+        return self._set(regParamGrid=value)
 
 
 # ---- the dual decomposition (C-SVC, budget SVMs, the L0-norm SVM's inner solves) ------------------------
@@ -380,7 +472,7 @@ class _L0SVMSetters(_CSVCSetters):
 
 # ---- the slant-loss sparsifier -------------------------------------------------------------------------
 
-class _SlantParams(_BSVMParams):
+class _SlantParams(_BSVMParams, _ValidationParams):
     """Params of the slant-loss sparsifier (Cotter, Shalev-Shwartz & Srebro); the kernel is the reference's."""
 
     referenceModelPath = Param(Params._dummy(), "referenceModelPath", "path of a saved BSVMModel (any spark-bsvm "
@@ -427,7 +519,7 @@ class _SlantParams(_BSVMParams):
         return self.getOrDefault(self.candidatesPerClass)
 
 
-class _SlantSetters(_CommonSetters):
+class _SlantSetters(_CommonSetters, _ValidationSetters):
     def setReferenceModelPath(self, value):
         return self._set(referenceModelPath=value)
 
@@ -452,7 +544,7 @@ class _SlantSetters(_CommonSetters):
 
 # ---- the elastic budget SVM ---------------------------------------------------------------------------
 
-class _EBSVMParams(_BSVMParams, _WeightParams, _KernelParams):
+class _EBSVMParams(_BSVMParams, _WeightParams, _KernelParams, _ValidationParams, _GridParams):
     """Params of the elastic budget SVM (stochastic subgradient steps, threshold theta held at the budget)."""
 
     budget = Param(Params._dummy(), "budget", "B: the model keeps at most B support vectors; a threshold theta "
@@ -468,10 +560,14 @@ class _EBSVMParams(_BSVMParams, _WeightParams, _KernelParams):
     averageFraction = Param(Params._dummy(), "averageFraction", "return the coefficients averaged over this "
                             "fraction of the steps, the last ones; 0: the last iterate (in [0, 1])",
                             TypeConverters.toFloat)
+    checkpoints = Param(Params._dummy(), "checkpoints", "with validation rows: models scored on them, evenly "
+                        "spaced over the steps, among which selectSupportSize chooses (integer >= 1; unset: one "
+                        "per epoch)", TypeConverters.toInt)
 
     RULES = {"budget": at_least(1), "regParam": positive, "epochs": at_least(1), "batchSize": at_least(1),
              "etaTheta": positive, "averageFraction": in_range(0.0, 1.0, closed_high=True, note=" (0: the last "
-                                                                                         "iterate)")}
+                                                                                         "iterate)"),
+             "checkpoints": at_least(1)}
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -495,8 +591,12 @@ class _EBSVMParams(_BSVMParams, _WeightParams, _KernelParams):
     def getAverageFraction(self):
         return self.getOrDefault(self.averageFraction)
 
+    def getCheckpoints(self):
+        """The set number of checkpoints, or None (one per epoch)."""
+        return self.getOrDefault(self.checkpoints) if self.isDefined(self.checkpoints) else None
 
-class _EBSVMSetters(_CommonSetters, _WeightSetters, _KernelSetters):
+
+class _EBSVMSetters(_CommonSetters, _WeightSetters, _KernelSetters, _ValidationSetters, _GridSetters):
     def setBudget(self, value):
         return self._set(budget=value)
 
@@ -515,10 +615,13 @@ class _EBSVMSetters(_CommonSetters, _WeightSetters, _KernelSetters):
     def setAverageFraction(self, value):
         return self._set(averageFraction=value)
 
+    def setCheckpoints(self, value):
+        return self._set(checkpoints=value)
+
 
 # ---- SpSVM-2 ------------------------------------------------------------------------------------------
 
-class _SpSVMParams(_BSVMParams, _WeightParams, _KernelParams):
+class _SpSVMParams(_BSVMParams, _WeightParams, _KernelParams, _ValidationParams, _GridParams):
     """Params of SpSVM-2 (Keerthi, Chapelle & DeCoste): a basis grown greedily to maxBasis."""
 
     maxBasis = Param(Params._dummy(), "maxBasis", "d_max: the most basis functions (training examples) the "
@@ -575,7 +678,7 @@ class _SpSVMParams(_BSVMParams, _WeightParams, _KernelParams):
         return self.getOrDefault(self.initialModelPath) if self.isDefined(self.initialModelPath) else None
 
 
-class _SpSVMSetters(_CommonSetters, _WeightSetters, _KernelSetters):
+class _SpSVMSetters(_CommonSetters, _WeightSetters, _KernelSetters, _ValidationSetters, _GridSetters):
     def setMaxBasis(self, value):
         return self._set(maxBasis=value)
 

@@ -120,3 +120,39 @@ class BSVMTrainingSummary(BSVMSummary):
         if isinstance(path, dict) and path.get("objective"):
             return [float(v) for v in path["objective"]]
         return [float(metadata["objective"])] if "objective" in metadata else []
+
+    @property
+    def validationErrorBySupportSize(self):
+        """[(support size, validation error)] along the path the fit recorded on its validation rows
+        (``validationFraction`` or ``validationIndicatorCol``): SpSVM-2 at each basis size, the slant
+        sparsifier at each support size, the elastic budget SVM at each checkpoint.  Recorded during the
+        fit, so no Spark job; empty without validation rows.  ``trainingSummary['validation']`` has the
+        whole record (losses, the size kept)."""
+        return validation_path(self._model.expansion.metadata)
+
+    @property
+    def validationGrid(self):
+        """One row per setting of a ``gammaGrid`` / ``regParamGrid`` fit, in the order fitted: its ``gamma``,
+        ``regParam``, validation path (``sizes``, ``error``), the size it kept (``keptSize``) with that size's
+        error (``keptError``), its ``seconds`` and whether it is the model's (``chosen``); empty without a
+        grid."""
+        return grid_table(self._model.expansion.metadata)
+
+
+def validation_path(metadata):
+    """[(support size, validation error)] of a model's training ``metadata`` (``core.selection``); [] when the
+    fit had no validation rows."""
+    record = metadata.get("validation")
+    return [] if not record else [(int(s), float(e)) for s, e in zip(record["sizes"], record["error"])]
+
+
+def grid_table(metadata):
+    """The rows of ``BSVMTrainingSummary.validationGrid`` from a model's training ``metadata``; [] without a
+    grid."""
+    grid = metadata.get("grid")
+    if not grid:
+        return []
+    return [{"gamma": row["setting"]["kernel"]["gamma"], "regParam": row["setting"]["lam"],
+             "sizes": row["sizes"], "error": row["error"], "keptSize": row["kept_size"],
+             "keptError": row["kept_error"], "seconds": row["seconds"], "chosen": k == grid["chosen"]}
+            for k, row in enumerate(grid["settings"])]

@@ -1,15 +1,18 @@
 """The error-vs-support plot's curves per method: the training path where the fit recorded one, pruning only
-where it means something, the final model always (in-process models, no JVM)."""
+where it means something, the final model always; the record of the validation path and of a grid (in-process
+models, no JVM)."""
 
 import numpy as np
 import pytest
 
 from core.engine import LocalEngine
+from core.grid import fit_grid
 from core.kernels import KernelSpec
 from core.spsvm import fit_spsvm, truncate
 from core.svc import fit_budget_svm
 from core.synthetic import make_rings
-from spark_bsvm.app.report import CURVES, PRUNABLE_METHODS, error_vs_support
+from spark_bsvm.app.report import CURVES, PRUNABLE_METHODS, error_vs_support, validation_record
+from spark_bsvm.ml.model import BSVMModel
 
 KERNEL = KernelSpec("rbf", gamma=0.1)
 
@@ -50,3 +53,18 @@ def test_a_budget_svm_plots_its_pruning_curve_and_records_no_path(rings, tmp_pat
     assert curve["pruned"][-1][1] == pytest.approx(curve["model"][0][1], abs=1e-12)
     assert CURVES["pruned"][0].startswith("pruned: ")  # the legend says it is a pruned model, not a trained one
 
+
+def test_the_report_records_the_validation_path_and_every_setting_of_a_grid():
+    X, y = make_rings(300, 4, noise=0.1, seed=2)
+    held = np.random.default_rng(0).random(len(y)) < 0.25
+    settings = [{"lam": lam, "kernel": KernelSpec("rbf", gamma=0.5)} for lam in (0.01, 1.0)]
+    model = fit_grid(LocalEngine(X, y, validation=held), function=fit_spsvm, settings=settings, max_basis=8, kappa=3)
+    record = validation_record(BSVMModel(model))
+    path = model.metadata["validation"]
+    assert record["by_support_size"] == list(zip(path["sizes"], path["error"]))
+    assert (record["kept_size"], record["kept_error"], record["select"]) == (path["kept_size"], path["kept_error"],
+                                                                             "best")
+    assert [row["regParam"] for row in record["grid"]] == [0.01, 1.0]
+    assert sum(row["chosen"] for row in record["grid"]) == 1
+    assert validation_record(BSVMModel(fit_spsvm(LocalEngine(X, y), max_basis=3, lam=0.1,
+                                                 kernel=KernelSpec("rbf", gamma=0.5)))) is None
