@@ -70,10 +70,12 @@ def _gamma_or_scale(value):
 
 
 def positive_list(name, value):
+    """The grid params' rule: at least one value, every value a positive finite number."""
     if not value:
         raise ValueError(f"{name} must hold at least one value (unset it for none), got {list(value)!r}")
-    for item in value:
-        check_positive(**{f"every value of {name}": item})
+    bad = [item for item in value if not (math.isfinite(item) and item > 0)]
+    if bad:
+        raise ValueError(f"{name} must hold positive finite numbers only, got {bad[0]!r}")
 
 
 def class_thresholds(name, value):

@@ -107,6 +107,12 @@ BAD = [
     (L0SVM(initialSize=0), "initialSize must be an integer >= 1, got 0"),
     (L0SVM(margin="l1"), r"margin must be one of \('kernel', 'identity'\), got 'l1'"),
     (L0SVM(initialSet="first"), r"initialSet must be one of \('random', 'all'\), got 'first'"),
+    (SpSVM(validationFraction=1.5), r"validationFraction must be in \[0, 1\), got 1.5"),
+    (SpSVM(selectTolerance=-1.0), r"selectTolerance must be in \[0, inf\), got -1.0"),
+    (SpSVM(selectSupportSize="x"), r"selectSupportSize must be one of \('end', 'best', 'withinTolerance'\), got 'x'"),
+    (SpSVM(gammaGrid=[0.0]), "gammaGrid must hold positive finite numbers only, got 0.0"),
+    (SpSVM(regParamGrid=[]), r"regParamGrid must hold at least one value \(unset it for none\), got \[\]"),
+    (ElasticBudgetSVM(checkpoints=0), "checkpoints must be an integer >= 1, got 0"),
 ]
 
 

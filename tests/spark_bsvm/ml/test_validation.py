@@ -109,8 +109,8 @@ def test_a_validation_fraction_holds_out_about_that_share(data):
     ({"validationIndicatorCol": "held", "validationFraction": 0.2}, ValueError, "both validationIndicatorCol"),
     ({"selectSupportSize": "best"}, ValueError, "no rows are held out for it: set validationFraction"),
     ({"gammaGrid": [0.5, 1.0]}, ValueError, "gammaGrid / regParamGrid choose their setting by the validation"),
-    ({"gammaGrid": [0.5, -1.0], "validationFraction": 0.2}, ValueError, "every value of gammaGrid must be a "
-                                                                        "positive finite number, got -1.0"),
+    ({"gammaGrid": [0.5, -1.0], "validationFraction": 0.2}, ValueError, "gammaGrid must hold positive finite "
+                                                                        "numbers only, got -1.0"),
     ({"selectSupportSize": "smallest"}, ValueError, "selectSupportSize must be one of"),
 ])
 def test_bad_validation_params_are_refused_before_any_spark_job(data, params, error, message):
