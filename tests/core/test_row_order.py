@@ -5,6 +5,7 @@ import pytest
 
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
+from core.partition.common import top_k
 from core.spsvm import fit_spsvm
 from core.synthetic import make_rings
 
@@ -45,3 +46,14 @@ def test_spsvm_is_the_same_for_shuffled_and_repartitioned_rows(rings):
     reference = fit(LocalEngine(X, y))
     _assert_same_model(reference, fit(LocalEngine(X, y, n_partitions=2)), X_test)
     _assert_same_model(reference, fit(LocalEngine(X[perm], y[perm], n_partitions=3)), X_test)
+
+
+def test_violator_selection_breaks_exact_ties_by_content():
+    values = np.array([1.0, 2.0, 2.0, 2.0, 0.5, 2.0])
+    keys = np.array([9, 7, 3, 5, 1, 3], np.uint64)  # the last two share a key: the id decides
+    ids = np.array([10, 11, 12, 13, 14, 2])
+    chosen = top_k(values, np.ones(6, bool), 3, True, ties=(keys, ids))
+    assert ids[chosen].tolist() == [2, 12, 13]
+    perm = np.array([3, 0, 5, 1, 4, 2])
+    chosen = top_k(values[perm], np.ones(6, bool), 3, True, ties=(keys[perm], ids[perm]))
+    assert ids[perm][chosen].tolist() == [2, 12, 13]
