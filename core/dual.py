@@ -54,14 +54,17 @@ class DualSolution:
     converged: bool
 
 
-_CAND_KEYS = ("cand_ids", "cand_rows", "cand_y", "cand_alpha", "cand_grad", "cand_upper", "cand_score")
+_CAND_KEYS = ("cand_ids", "cand_keys", "cand_rows", "cand_y", "cand_alpha", "cand_grad", "cand_upper", "cand_score")
 
 
 def _merge_candidates(answers):
-    """One candidate table from the partitions' answers (and the carried-over working set)."""
+    """One candidate table from the partitions' answers (and the carried-over working set), in the order of
+    the examples' content keys (then ids, for identical examples): the working set, its sub-problem's
+    variables and so SMO's tie-breaks follow the examples, not their row order."""
     merged = {k: np.concatenate([a[k] for a in answers]) for k in _CAND_KEYS if k != "cand_rows"}
     merged["cand_rows"] = stack_rows([a["cand_rows"] for a in answers])
     _, first = np.unique(merged["cand_ids"], return_index=True)
+    first = first[np.lexsort((merged["cand_ids"][first], merged["cand_keys"][first]))]
     return {k: v[first] for k, v in merged.items()}
 
 
@@ -188,9 +191,9 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
             break
         ws_ids = cand["cand_ids"][ws]
         carried_ids = ws_ids
-        carry = {"cand_ids": ws_ids, "cand_rows": ws_rows, "cand_y": y_ws, "cand_alpha": alpha_ws,
-                 "cand_grad": grad_ws - ridge * alpha_ws, "cand_upper": cand["cand_upper"][ws],
-                 "cand_score": -y_ws * grad_ws}
+        carry = {"cand_ids": ws_ids, "cand_keys": cand["cand_keys"][ws], "cand_rows": ws_rows, "cand_y": y_ws,
+                 "cand_alpha": alpha_ws, "cand_grad": grad_ws - ridge * alpha_ws,
+                 "cand_upper": cand["cand_upper"][ws], "cand_score": -y_ws * grad_ws}
         support.update(ws_ids[changed], alpha_ws[changed], y_ws[changed], ws_rows[np.flatnonzero(changed)])
         # grow the working set while the free variables outnumber half of it (few, long rounds
         # beat many short ones when the sub-problems must overlap), up to _MAX_WORKING_SET

@@ -6,6 +6,11 @@ on any engine, in any partition, dense or CSR.  "m random rows" is then
 "the m rows with the smallest keys": each partition reports its m smallest
 and the driver keeps the m smallest of those, the same rows whatever the
 partitioning (identical rows share a key; ties keep partition order).
+
+``example_keys`` also folds in the label and the weight: the key by which
+selections break exact ties (``core.partition.data.PartitionData.keys``).
+``draw_keys`` turns fixed keys into those of one numbered draw in O(n), for
+methods that draw a new random subset at every step.
 """
 
 import numba
@@ -56,6 +61,24 @@ def _csr_keys(data, indices, indptr, seed):
     return out
 
 
+@numba.njit(**NJIT)
+def _fold_values(keys, values, tag):
+    bits = values.view(np.uint64)
+    out = np.empty(keys.shape[0], np.uint64)
+    for i in range(keys.shape[0]):
+        out[i] = _fold(keys[i], tag, bits[i])
+    return out
+
+
+@numba.njit(**NJIT)
+def _rekey(keys, draw):
+    salt = _mix(draw * _GOLDEN)
+    out = np.empty(keys.shape[0], np.uint64)
+    for i in range(keys.shape[0]):
+        out[i] = _mix(keys[i] ^ salt)
+    return out
+
+
 def row_keys(rows, seed):
     """uint64 key of every row of a dense or CSR block (see the module doc); ``seed``: int >= 0."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
@@ -64,3 +87,17 @@ def row_keys(rows, seed):
     if is_sparse(rows):
         return _csr_keys(rows.data, rows.indices.astype(np.int64), rows.indptr.astype(np.int64), np.uint64(seed))
     return _dense_keys(rows, np.uint64(seed))
+
+
+def example_keys(rows, y, weight, seed=0):
+    """uint64 key of every example: its row's key (``row_keys``) with its label and weight folded in, so that
+    only examples identical in all three share a key."""
+    keys = row_keys(rows, seed)
+    keys = _fold_values(keys, np.ascontiguousarray(y, np.float64), np.uint64(2**64 - 1))
+    return _fold_values(keys, np.ascontiguousarray(weight, np.float64), np.uint64(2**64 - 2))
+
+
+def draw_keys(keys, draw):
+    """The keys of draw number ``draw`` (an int >= 0): a seeded bijection of ``keys``, a fresh random order of the
+    rows for every draw (the rows with the m smallest are draw ``draw``'s m random rows)."""
+    return _rekey(np.ascontiguousarray(keys, np.uint64), np.uint64(draw))

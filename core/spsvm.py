@@ -8,8 +8,9 @@ over a basis J of training examples that grows greedily from empty to ``max_basi
 
 Each stage (one new basis function):
   1. kappa candidates are drawn from a seeded stream: the draw of stage d depends only on the
-     seed and d (section 4), so fits with other lambda or gamma see the same candidates; those
-     already in J (or duplicating a basis point) are dropped.
+     seed, d and the rows in J (section 4), so fits with other lambda or gamma see the same
+     candidates, and the draw is by the rows' content (``candidate_draw``), so any row order and
+     partitioning of the same rows sees them too.
   2. Method 2 (section 3.2) scores each candidate j by the exact minimum over b of eq. 7 with
      beta_J fixed, h_j(b) = f(beta_J, b): a piecewise quadratic in b, minimised by safeguarded
      Newton steps whose rounds cost O(n kappa) on the partitions.  Method 1 (section 3.1,
@@ -97,20 +98,18 @@ def retrain_sizes(max_basis):
     return sorted(sizes)
 
 
-def candidate_positions(n, draw, kappa, seed, taken):
-    """Global positions of the candidates of draw number ``draw``.
+def candidate_draw(draw, kappa, seed, taken):
+    """The request part that fetches the candidates of draw number ``draw`` (None: fetch none).
 
-    kappa positions drawn without replacement by a generator seeded with (seed, draw) only,
-    minus those in ``taken``; when all of them are taken, kappa of the untaken positions
-    (O(n), only near J = everything), or none when every position is taken.
+    They are the kappa distinct rows outside ``taken`` (a set of ``core.sampling.row_keys`` under
+    ``seed``: the basis' rows) with the smallest keys of that draw (``core.sampling.draw_keys``):
+    drawn without replacement, by content, so the same rows for any row order or partitioning.
+    Fewer than kappa only when fewer distinct rows are left, none when all are taken.
     """
-    rng = np.random.default_rng([seed, draw])
-    drawn = rng.choice(n, size=min(n, kappa), replace=False)
-    free = [int(p) for p in drawn if int(p) not in taken]
-    if free:
-        return np.array(sorted(free), np.int64)
-    rest = np.setdiff1d(np.arange(n), np.fromiter(taken, np.int64, len(taken)))
-    return np.sort(rng.choice(rest, size=min(kappa, rest.size), replace=False)) if rest.size else rest
+    if draw is None:
+        return {"draw": -1, "seed": 0, "kappa": 0, "taken": np.zeros(0, np.uint64)}
+    return {"draw": int(draw), "seed": int(seed), "kappa": int(kappa),
+            "taken": np.fromiter(sorted(taken), np.uint64, len(taken))}
 
 
 class _OneDimNewton:
@@ -158,7 +157,7 @@ class _Fit:
         self.factor = CholeskyFactor(capacity)
         self.span = CholeskyFactor(capacity)  # of K'_JJ, for the candidates' distance from span(J)
         self.rows = None  # basis rows, a block
-        self.ids, self.positions = [], []
+        self.ids = []
         self.d = 0
         self.capacity = capacity
         self.factor_beta = np.zeros(0)  # beta when the factor's active set was taken
@@ -169,9 +168,6 @@ class _Fit:
         self.validation = (np.nan, np.nan)  # (error, loss) on the validation rows of the partitions' model
         request = {"capacity": capacity}
         answers = engine.run(spsvm_start, request, rebuild=lambda: request)
-        counts = np.array([a["count"] for a in answers], np.int64)
-        self.tokens = np.array([a["token"] for a in answers], np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         self.loss = sum(a["loss"] for a in answers)
 
     @property
@@ -181,13 +177,13 @@ class _Fit:
 
     # ---- adding a basis function ------------------------------------------------------------
 
-    def add(self, row, ident, position, coef, next_positions, scored=None, checkpoint=False):
+    def add(self, row, ident, coef, next_draw, scored=None, checkpoint=False):
         """Append the basis function of ``row`` with coefficient ``coef``; fetch the next candidates.
 
         ``scored``: the row's index among the candidates of the last ``score``, whose kernel values
         the partitions and the driver then reuse (None: the row was not scored).
         """
-        answers = self._run(spsvm_add_basis, dict(self._address(next_positions), kernel=self.spec, row=row,
+        answers = self._run(spsvm_add_basis, dict(next_draw, kernel=self.spec, row=row,
                                                     scored=-1 if scored is None else int(scored),
                                                     coef=float(coef), checkpoint=checkpoint))
         d = self.d
@@ -204,17 +200,16 @@ class _Fit:
         self.beta[d] = coef
         self.rows = row if self.rows is None else stack_rows([self.rows, row])
         self.ids.append(int(ident))
-        self.positions.append(int(position))
         self.d = d + 1
         self.loss = sum(a["loss"] for a in answers)
         self.validation = summed(answers)
-        return self._fetched(answers)
+        return self._fetched(answers, next_draw["kappa"])
 
-    def fetch(self, positions):
-        """Rows and ids of the examples at ``positions`` (no basis change)."""
-        answers = self._run(spsvm_add_basis, dict(self._address(positions), kernel=self.spec, row=None,
+    def fetch(self, draw):
+        """Row keys, ids and rows of the candidates of ``draw`` (a ``candidate_draw``; no basis change)."""
+        answers = self._run(spsvm_add_basis, dict(draw, kernel=self.spec, row=None,
                                                     scored=-1, coef=0.0, checkpoint=False))
-        return self._fetched(answers)
+        return self._fetched(answers, draw["kappa"])
 
     def _singular(self, d):
         raise ValueError(
@@ -234,16 +229,17 @@ class _Fit:
                 "model_beta": self.beta[:self.d].copy(), "model_factor_beta": self.factor_beta,
                 "model_direction": direction}
 
-    def _address(self, positions):
-        return {"positions": np.asarray(positions, np.int64), "offsets": self.offsets, "tokens": self.tokens}
-
     @staticmethod
-    def _fetched(answers):
-        positions = np.concatenate([a["fetched_positions"] for a in answers])
+    def _fetched(answers, kappa):
+        """The draw's candidates from the partitions' answers: the first kappa distinct rows in draw-key
+        order, once each (an identical row held by two partitions: the first partition's id)."""
+        drawn = np.concatenate([a["fetched_draw_keys"] for a in answers])
+        keys = np.concatenate([a["fetched_row_keys"] for a in answers])
         ids = np.concatenate([a["fetched_ids"] for a in answers])
         rows = stack_rows([a["fetched_rows"] for a in answers])
-        order = np.argsort(positions, kind="stable")
-        return positions[order], ids[order], take_rows(rows, order)
+        _, first = np.unique(drawn, return_index=True)  # sorted by draw key
+        order = first[:kappa]
+        return keys[order], ids[order], take_rows(rows, order)
 
     # ---- Method 2 scores ----------------------------------------------------------------
 
@@ -389,15 +385,14 @@ class _Fit:
         left unchanged."""
         size = self.factor.size
         saved = (self.beta.copy(), self.factor.R[:size, :size].copy(), self.P[:size, :size].copy(),
-                 self.rows, list(self.ids), list(self.positions), self.d, self.loss, self.factor_beta,
-                 self.validation)
+                 self.rows, list(self.ids), self.d, self.loss, self.factor_beta, self.validation)
         try:
-            self.add(row, -1, -1, coef, [], scored=scored, checkpoint=True)
+            self.add(row, -1, coef, candidate_draw(None, 0, 0, ()), scored=scored, checkpoint=True)
             self.newton()
             return self.objective
         finally:
-            (self.beta, R, P, self.rows, self.ids, self.positions, self.d, self.loss,
-             self.factor_beta, self.validation) = saved
+            (self.beta, R, P, self.rows, self.ids, self.d, self.loss, self.factor_beta,
+             self.validation) = saved
             self.factor.R[:size, :size] = R
             self.factor.size = size
             self.span.size = self.d  # an append leaves the top-left block of R as it was
@@ -456,24 +451,24 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
     taken, draw, failures = set(), 0, 0
     checked = (0, fit.objective)  # basis size and objective at the last re-optimisation
     if not warm:
-        positions, ids, rows = fit.fetch(candidate_positions(n, draw, kappa, seed, taken))
+        keys, ids, rows = fit.fetch(candidate_draw(draw, kappa, seed, taken))
     stop_reason = "max_basis"
     progress = Progress("SpSVM-2", max_basis, "basis functions")
     while fit.d < max_basis:
         warming = bool(warm)
         if warming:  # the warm start's rows first, each a lone candidate
-            positions, ids, rows = np.array([-1], np.int64), np.array([-1], np.int64), warm.pop(0)
-        if len(positions):
+            keys, ids, rows = np.zeros(1, np.uint64), np.array([-1], np.int64), warm.pop(0)
+        if len(keys):
             decrease, coef = fit.score(rows, check_all=selection == "method1")
         else:
             decrease, coef = np.zeros(0), np.zeros(0)
         if selection == "method1":
             before = fit.objective
             decrease = np.array([before - fit.trial_objective(take_rows(rows, [c]), c, coef[c])
-                                 if np.isfinite(decrease[c]) else -np.inf for c in range(len(positions))])
+                                 if np.isfinite(decrease[c]) else -np.inf for c in range(len(keys))])
         if warming and not np.isfinite(decrease[0]):  # in the span of the rows before it: skip
             if not warm:
-                positions, ids, rows = fit.fetch(candidate_positions(n, draw, kappa, seed, taken))
+                keys, ids, rows = fit.fetch(candidate_draw(draw, kappa, seed, taken))
             continue
         draw += 0 if warming else 1
         if not decrease.size or not np.isfinite(decrease.max()):
@@ -481,17 +476,17 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
             if not decrease.size or failures >= _MAX_FAILED_DRAWS:
                 stop_reason = "no candidates left" if not decrease.size else "only candidates in the basis' span"
                 break
-            positions, ids, rows = fit.fetch(candidate_positions(n, draw, kappa, seed, taken))
+            keys, ids, rows = fit.fetch(candidate_draw(draw, kappa, seed, taken))
             continue
         failures = 0
         best = int(np.argmax(decrease))
         if not warming:
-            taken.add(int(positions[best]))
+            taken.add(int(keys[best]))
         last = fit.d + 1 == max_basis
-        next_positions = candidate_positions(n, draw, kappa, seed, taken) if not (last or warm) else []
+        next_draw = candidate_draw(None if last or warm else draw, kappa, seed, taken)
         chosen = take_rows(rows, [best])
-        chosen_id, chosen_position, chosen_coef = ids[best], positions[best], coef[best]
-        positions, ids, rows = fit.add(chosen, chosen_id, chosen_position, chosen_coef, next_positions, scored=best)
+        chosen_id, chosen_coef = ids[best], coef[best]
+        keys, ids, rows = fit.add(chosen, chosen_id, chosen_coef, next_draw, scored=best)
         retrained = fit.d in schedule or last
         if retrained:
             fit.newton()

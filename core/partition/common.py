@@ -30,12 +30,19 @@ def locate(data, ids):
     return local[found], np.flatnonzero(found)
 
 
-def top_k(values, mask, k, largest):
-    """Indices of the k largest (or smallest) ``values`` where ``mask`` holds."""
+def top_k(values, mask, k, largest, ties=()):
+    """Indices of the k largest (or smallest) ``values`` where ``mask`` holds.
+
+    Exact ties go to the smallest entries of ``ties``, arrays compared in turn (``(data.keys, data.ids)``:
+    by content, see ``PartitionData.keys``), so that the k are the first k of one total order: the same
+    examples whatever the row order, and the union of the partitions' top k holds the global top k.
+    """
     idx = np.flatnonzero(mask)
     if idx.size > k:
         v = values[idx] if largest else -values[idx]
-        idx = idx[np.argpartition(-v, k - 1)[:k]]
+        keep = v >= np.partition(v, idx.size - k)[idx.size - k]  # the k largest and all tied with the k-th
+        idx, v = idx[keep], v[keep]
+        idx = idx[np.lexsort(tuple(t[idx] for t in reversed(ties)) + (-v,))[:k]]
     return idx
 
 

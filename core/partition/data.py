@@ -1,11 +1,12 @@
 """The block of rows a partition holds for a whole fit; every partition function reads one."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
 from core.rows import as_rows, squared_norms, take_rows
+from core.sampling import example_keys
 
 
 @dataclass
@@ -23,6 +24,7 @@ class PartitionData:
     ids: np.ndarray  # int64 ids, unique over the training set
     sq_norms: np.ndarray  # ||x_i||^2, computed once
     validation: Optional["PartitionData"] = None
+    _keys: np.ndarray = field(default=None, repr=False)
 
     @classmethod
     def build(cls, rows, y, weight, ids, validation=None):
@@ -41,6 +43,18 @@ class PartitionData:
         if val.size:
             block.validation = cls.build(take_rows(rows, val), y[val], weight[val], ids[val])
         return block
+
+    @property
+    def keys(self):
+        """Each example's uint64 content key (``core.sampling.example_keys``), computed on first use.
+
+        Selections rank by their value, then by this key, then by id, so that what they pick depends on
+        the examples alone, not on row order or partitioning.  Only examples identical in row, label and
+        weight share a key; the id then decides between them, and swapping two such examples gives the
+        same model (the problem is symmetric in them)."""
+        if self._keys is None:
+            self._keys = example_keys(self.rows, self.y, self.weight)
+        return self._keys
 
     def __len__(self):
         return self.y.shape[0]

@@ -42,8 +42,9 @@ def dual_round(data, state, request):
     G_i += y_i sum_j K(x_i, x_j) y_j (a_j - a_j_old).
 
     Answer: the ``n_select`` most violating examples of each of I_up and
-    I_low in each class (``cand_*``), the per-class extremes of s = -y F
-    over I_up / I_low, the per-class bias statistics over free variables and
+    I_low in each class (``cand_*``; exact ties go to the smaller content
+    key ``cand_keys``, see ``PartitionData.keys``), the per-class extremes
+    of s = -y F over I_up / I_low, the per-class bias statistics over free variables and
     at the bounds, and this partition's part of sum_i a_i (G_i - 1).
     """
     data = feature_mapped(data, state, request)
@@ -72,7 +73,7 @@ def dual_round(data, state, request):
         for mask, largest, key in ((up & in_class, True, "up_max"), (low & in_class, False, "low_min")):
             if mask.any():
                 answer[key][slot] = score[mask].max() if largest else score[mask].min()
-            chosen.append(top_k(score, mask, k, largest))
+            chosen.append(top_k(score, mask, k, largest, ties=(data.keys, data.ids)))
         free = in_class & ~at_zero & ~at_upper
         answer["free_count"][slot] = free.sum()
         answer["free_sum"][slot] = F[free].sum()
@@ -82,8 +83,9 @@ def dual_round(data, state, request):
             answer["zero_min"][slot] = F[in_class & at_zero].min()
     cand = np.unique(np.concatenate(chosen))
     answer.update(
-        cand_ids=data.ids[cand], cand_rows=take_rows(data.rows, cand), cand_y=data.y[cand],
-        cand_alpha=alpha[cand], cand_grad=grad[cand], cand_upper=upper[cand], cand_score=score[cand],
+        cand_ids=data.ids[cand], cand_keys=data.keys[cand], cand_rows=take_rows(data.rows, cand),
+        cand_y=data.y[cand], cand_alpha=alpha[cand], cand_grad=grad[cand], cand_upper=upper[cand],
+        cand_score=score[cand],
         objective_part=float(alpha @ (grad - 1.0)),
     )
     return state, answer

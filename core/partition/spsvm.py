@@ -29,6 +29,7 @@ from core.config import NJIT_SUMS
 from core.kernels import KernelSpec, kernel_block
 from core.partition.validation import validation_sums
 from core.rows import take_rows
+from core.sampling import draw_keys, row_keys
 
 BIAS_TERM = 1.0  # K' = K + 1: the kernel of the feature map (1, phi(x))
 
@@ -81,14 +82,13 @@ def _directional_kernel(o, y, w, columns, coef, coef_prev, loss, slope, curvatur
 def spsvm_start(data, state, request):
     """Empty basis: o = 0, every example active (r = 1), room for ``capacity`` basis columns.
 
-    Answer: the partition's ``count``, a ``token`` naming it (its first id, -1 when empty) so the
-    driver can address examples by global position, and its ``loss`` at o = 0.
+    Answer: the partition's ``loss`` at o = 0.
     """
     n = len(data)
     state = {"C": np.zeros((n, request["capacity"]), order="F"), "d": 0, "o": np.zeros(n),
              "factor": np.ones(n, bool), "z": np.zeros(n), "cand": np.zeros((0, n)),
              "val": _validation_state(data, request["capacity"])}
-    return state, {"count": n, "token": int(data.ids[0]) if n else -1, "loss": 0.5 * float(data.weight.sum())}
+    return state, {"loss": 0.5 * float(data.weight.sum())}
 
 
 def _validation_state(data, capacity, rows=None, beta=None, direction=None, kernel=None):
@@ -114,15 +114,29 @@ def _validation_answer(data, state):
     return validation_sums(data, val["o"] if val is not None else None, squared=True)
 
 
-def _local_positions(data, request):
-    """Local indices of the requested global positions this partition holds, and their global positions."""
-    tokens = np.asarray(request["tokens"])
-    if not len(data):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    offset = int(np.asarray(request["offsets"])[np.flatnonzero(tokens == data.ids[0])[0]])
-    positions = np.asarray(request["positions"], np.int64)
-    mine = positions[(positions >= offset) & (positions < offset + len(data))]
-    return mine - offset, mine
+def _drawn(data, state, request):
+    """Local indices, draw keys and row keys of this partition's candidates of draw number ``draw`` (none when
+    it is -1).
+
+    Draw d's candidates are the ``kappa`` distinct rows with the smallest ``draw_keys(row_keys(x, seed), d)``
+    whose row key is not in ``taken`` (the basis' rows and their duplicates): the same rows whatever the
+    row order and partitioning, as each partition reports its own ``kappa`` smallest.  Identical rows share
+    a key and count once (each partition keeps its first one: they are the same basis function).
+    """
+    if request["draw"] < 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+    if "row_keys" not in state:  # once per fit (and per rebuilt task)
+        keys = row_keys(data.rows, request["seed"])
+        _, first = np.unique(keys, return_index=True)
+        state["row_keys"], state["distinct"] = keys, np.sort(first)
+    keys, distinct, taken = state["row_keys"], state["distinct"], np.asarray(request["taken"], np.uint64)
+    drawn = draw_keys(keys[distinct], request["draw"])
+    # at most len(taken) of the kappa + len(taken) smallest are taken
+    near = min(distinct.size, request["kappa"] + taken.size)
+    near = np.argpartition(drawn, near - 1)[:near] if 0 < near < distinct.size else np.arange(near)
+    near = near[~np.isin(keys[distinct[near]], taken)]
+    near = near[np.argsort(drawn[near])[:request["kappa"]]]
+    return distinct[near], drawn[near], keys[distinct[near]]
 
 
 def _rebuilt(data, state, request):
@@ -150,10 +164,10 @@ def spsvm_add_basis(data, state, request):
     Request: ``kernel``, ``row`` (a one-row block, or None to only fetch), ``scored`` (the row's
     index among the candidates of the last ``spsvm_score``, whose kernel column the partition
     keeps, or -1; a rebuilt task computes the column from ``row``), ``coef``, ``checkpoint``
-    (save o, I and d first, for ``spsvm_restore``), and ``positions`` (global positions of the
-    next candidates) with ``offsets`` and ``tokens``.
-    Answer: the ``loss`` after the update; the fetched examples (``fetched_positions``,
-    ``fetched_ids``, ``fetched_rows``); the validation sums after the update.
+    (save o, I and d first, for ``spsvm_restore``), and the next candidates' ``draw``, ``seed``,
+    ``kappa`` and ``taken`` (see ``_drawn``).
+    Answer: the ``loss`` after the update; this partition's candidates (``fetched_draw_keys``,
+    ``fetched_row_keys``, ``fetched_ids``, ``fetched_rows``); the validation sums after the update.
     """
     state = _rebuilt(data, state, request)
     answer = {}
@@ -180,8 +194,9 @@ def spsvm_add_basis(data, state, request):
     residual = np.maximum(1.0 - data.y * state["o"], 0.0)
     answer["loss"] = 0.5 * float(data.weight @ (residual * residual))
     answer.update(_validation_answer(data, state))
-    local, positions = _local_positions(data, request)
-    answer.update(fetched_positions=positions, fetched_ids=data.ids[local], fetched_rows=take_rows(data.rows, local))
+    local, drawn, keys = _drawn(data, state, request)
+    answer.update(fetched_draw_keys=drawn, fetched_row_keys=keys, fetched_ids=data.ids[local],
+                  fetched_rows=take_rows(data.rows, local))
     return state, answer
 
 

@@ -6,7 +6,8 @@ from scipy.optimize import minimize_scalar
 
 from core.engine import LocalEngine
 from core.kernels import KernelSpec, kernel_block
-from core.spsvm import _Fit, candidate_positions, fit_spsvm, retrain_sizes, truncate
+from core.sampling import row_keys
+from core.spsvm import _Fit, candidate_draw, fit_spsvm, retrain_sizes, truncate
 from core.synthetic import make_rings
 from tests.naive import naive_l2svm_optimum
 
@@ -45,7 +46,7 @@ def test_method2_scores_are_the_exact_one_dimensional_minima(data):
     lam = 0.3
     fit = _Fit(LocalEngine(X, y, n_partitions=2), KERNEL, lam, capacity=10, newton_tol=1e-10, max_newton=50)
     for position in (5, 17, 40):
-        fit.add(X[[position]], position, position, 0.0, [])
+        fit.add(X[[position]], position, 0.0, candidate_draw(None, 0, 0, ()))
     fit.newton()
     candidates = X[[2, 33, 61, 90]]
     decrease, best = fit.score(candidates)
@@ -99,12 +100,29 @@ def test_the_path_gives_the_stage_models(data):
         truncate(bare, 2)
 
 
-def test_candidates_depend_on_seed_and_stage_only():
-    first = candidate_positions(1000, 7, 10, 0, set())
-    assert len(first) == 10
-    np.testing.assert_array_equal(candidate_positions(1000, 7, 10, 0, set(first[:3].tolist())), first[3:])
-    assert not np.array_equal(first, candidate_positions(1000, 8, 10, 0, set()))
-    assert len(candidate_positions(5, 0, 10, 0, {0, 1, 2, 3, 4})) == 0
+def test_candidates_depend_on_seed_stage_and_rows_only(data):
+    X, y = data
+    X = np.vstack([X, X[:5]])  # identical rows: one candidate each
+    y = np.concatenate([y, -y[:5]])
+    perm = np.random.default_rng(1).permutation(len(y))
+
+    def fetch(engine, draw, taken=()):
+        fit = _Fit(engine, KERNEL, 0.1, 5, 1e-10, 50)
+        return fit.fetch(candidate_draw(draw, 10, 0, set(taken)))
+
+    keys, ids, rows = fetch(LocalEngine(X, y), 7)
+    assert len(set(keys.tolist())) == 10
+    np.testing.assert_array_equal(keys, row_keys(rows, 0))
+    np.testing.assert_array_equal(rows, X[ids])
+    shuffled = fetch(LocalEngine(X[perm], y[perm], n_partitions=3), 7)
+    np.testing.assert_array_equal(shuffled[0], keys)
+    np.testing.assert_array_equal(shuffled[2], rows)
+    # drawn without replacement: the taken rows leave, the next ones of the same draw come in
+    np.testing.assert_array_equal(fetch(LocalEngine(X, y, n_partitions=2), 7, keys[:3])[0][:7], keys[3:])
+    assert not set(fetch(LocalEngine(X, y), 8)[0].tolist()) == set(keys.tolist())
+    everything = sorted(set(row_keys(X, 0).tolist()))
+    assert len(fetch(LocalEngine(X, y), 0, everything[:-1])[0]) == 1
+    assert len(fetch(LocalEngine(X, y), 0, everything)[0]) == 0
 
 
 def test_method1_is_at_least_as_greedy_as_method2(data):
@@ -198,14 +216,12 @@ def test_partitions_that_lose_their_state_rebuild_it_from_the_driver(data, selec
     np.testing.assert_allclose(disturbed.coef, undisturbed.coef, rtol=0, atol=1e-9)
 
 
-def test_duplicate_rows_never_join_the_basis_twice(monkeypatch):
-    import core.spsvm
-
-    monkeypatch.setattr(core.spsvm, "_MAX_FAILED_DRAWS", 3)
+def test_duplicate_rows_never_join_the_basis_twice():
     X, y = make_rings(20, 4, seed=8)
     X2, y2 = np.vstack([X, X]), np.concatenate([y, y])
     model = fit_spsvm(LocalEngine(X2, y2), max_basis=40, lam=0.1, kernel=KERNEL, tol=0)
-    assert model.n_support == 20 and model.metadata["stop_reason"] == "only candidates in the basis' span"
+    # a row identical to a basis row is never drawn again: the 20 distinct rows are all there is
+    assert model.n_support == 20 and model.metadata["stop_reason"] == "no candidates left"
     assert len(np.unique(model.support_vectors, axis=0)) == 20
     assert model.metadata["path"]["retrained"][-1]  # the model returned is re-optimised
     assert _dense_objective(model, X2, y2, 0.1) == pytest.approx(model.metadata["objective"], rel=1e-10)

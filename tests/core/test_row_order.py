@@ -1,0 +1,59 @@
+"""The same rows in another order and partitioning give the same model (issue 18, item 4)."""
+
+import numpy as np
+import pytest
+
+from core.engine import LocalEngine
+from core.kernels import KernelSpec
+from core.partition.common import top_k
+from core.spsvm import fit_spsvm
+from core.synthetic import make_rings
+
+KERNEL = KernelSpec("rbf", gamma=0.5)
+
+
+@pytest.fixture(scope="module")
+def rings():
+    X, y = make_rings(400, 4, seed=1)
+    X = np.vstack([X, X[:10]])  # identical rows (with their labels flipped: not identical examples)
+    y = np.concatenate([y, -y[:10]])
+    perm = np.random.default_rng(7).permutation(len(y))
+    return X, y, perm, make_rings(300, 4, seed=2)[0]
+
+
+def _by_row(model):
+    """The model's expansion as {row: summed coefficient}: ids are positions, rows are content."""
+    terms = {}
+    for row, coef in zip(np.asarray(model.support_vectors), model.coef):
+        terms[tuple(row)] = terms.get(tuple(row), 0.0) + coef
+    return terms
+
+
+def _assert_same_model(a, b, X_test):
+    terms_a, terms_b = _by_row(a), _by_row(b)
+    assert set(terms_a) == set(terms_b)
+    np.testing.assert_allclose([terms_b[r] for r in terms_a], list(terms_a.values()), rtol=0, atol=1e-9)
+    assert b.bias == pytest.approx(a.bias, abs=1e-9)
+    np.testing.assert_array_equal(a.predict(X_test), b.predict(X_test))
+
+
+def test_spsvm_is_the_same_for_shuffled_and_repartitioned_rows(rings):
+    X, y, perm, X_test = rings
+
+    def fit(engine):
+        return fit_spsvm(engine, max_basis=30, lam=1e-3, kernel=KERNEL, kappa=8, seed=3)
+
+    reference = fit(LocalEngine(X, y))
+    _assert_same_model(reference, fit(LocalEngine(X, y, n_partitions=2)), X_test)
+    _assert_same_model(reference, fit(LocalEngine(X[perm], y[perm], n_partitions=3)), X_test)
+
+
+def test_violator_selection_breaks_exact_ties_by_content():
+    values = np.array([1.0, 2.0, 2.0, 2.0, 0.5, 2.0])
+    keys = np.array([9, 7, 3, 5, 1, 3], np.uint64)  # the last two share a key: the id decides
+    ids = np.array([10, 11, 12, 13, 14, 2])
+    chosen = top_k(values, np.ones(6, bool), 3, True, ties=(keys, ids))
+    assert ids[chosen].tolist() == [2, 12, 13]
+    perm = np.array([3, 0, 5, 1, 4, 2])
+    chosen = top_k(values[perm], np.ones(6, bool), 3, True, ties=(keys[perm], ids[perm]))
+    assert ids[perm][chosen].tolist() == [2, 12, 13]
