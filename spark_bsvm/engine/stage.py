@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 from core.progress import progress_logger
 from spark_bsvm.engine.blocks import check_schema, check_training_data
-from spark_bsvm.engine.session import check_barrier_possible, executor_slots, is_connect, tagged_jobs
+from spark_bsvm.engine.session import barrier_tasks, is_connect, tagged_jobs
 
 OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
 UNREACHABLE = "Unreachable"  # error_type of a task that could not connect to the coordinator
@@ -105,8 +105,7 @@ class TrainingData:
         self.progress.info("%s: checking the training data", description)
         self.spark = df.sparkSession
         check_schema(df, features_col, label_col, weight_col)
-        self.n_partitions = num_partitions or executor_slots(self.spark)
-        check_barrier_possible(self.spark, self.n_partitions)
+        self.n_partitions = barrier_tasks(self.spark, num_partitions)
         columns = [F.col(features_col).alias("features"), F.col(label_col).alias("label")]
         if weight_col:
             columns.append(F.col(weight_col).cast("double").alias("weight"))
