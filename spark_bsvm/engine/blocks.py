@@ -62,11 +62,11 @@ def check_schema(df, features_col, label_col, weight_col=None):
 
 
 def check_training_data(prepared, features_col, label_col, weight_col=None):
-    """(the two label values, the row count, the partition count) of the training data, or a ValueError
-    naming the problem.  Weights must be finite and >= 0 (the estimators' rule), and the engine itself
-    takes positive weights only (as ``LocalEngine``): the estimators drop the rows of weight 0 first.  The
-    partition count comes with the checks' one pass over the data (Spark Connect has no cheaper way to
-    it); it counts up to the last non-empty partition."""
+    """(the two label values, the row count, {partition id: rows} of the non-empty partitions) of the
+    training data, or a ValueError naming the problem.  Weights must be finite and >= 0 (the estimators'
+    rule), and the engine itself takes positive weights only (as ``LocalEngine``): the estimators drop the
+    rows of weight 0 first.  The rows per partition come with the checks' one pass over the data (Spark
+    Connect has no cheaper way to them)."""
     from pyspark.sql import functions as F
 
     bad_weight = zero_weight = F.lit(False)
@@ -74,10 +74,9 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
         w = F.col("weight")
         bad_weight = w.isNull() | F.isnan(w) | (w < 0) | (w == float("inf"))
         zero_weight = w == 0
-    groups = prepared.withColumn("partition", F.spark_partition_id()).groupBy("label").agg(
+    groups = prepared.withColumn("partition", F.spark_partition_id()).groupBy("label", "partition").agg(
         F.count(F.lit(1)).alias("rows"), F.sum(F.col("features").isNull().cast("long")).alias("null_features"),
         F.sum(bad_weight.cast("long")).alias("bad_weights"), F.sum(zero_weight.cast("long")).alias("zero_weights"),
-        F.max("partition").alias("last_partition"),
     ).collect()
     n_rows = sum(g["rows"] for g in groups)
     if n_rows == 0:
@@ -97,8 +96,10 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     if zero_weights:  # the estimators drop these rows before: only SparkEngine's own callers get here
         raise ValueError(f"weight column '{weight_col}' has {zero_weights} weight(s) of 0: SparkEngine trains on "
                          "positive weights only; drop those rows (they contribute nothing), as the estimators do")
-    n_partitions = max(g["last_partition"] for g in groups) + 1
-    return two_classes([g["label"] for g in groups]), int(n_rows), int(n_partitions)
+    partition_rows = {}
+    for g in groups:
+        partition_rows[g["partition"]] = partition_rows.get(g["partition"], 0) + g["rows"]
+    return two_classes(list({g["label"] for g in groups})), int(n_rows), partition_rows
 
 
 def _check_sizes(sizes, n_features):
@@ -152,7 +153,9 @@ def partition_block(batches, pid, n_features, classes, has_weight):
     batches = list(batches)
     table = pa.Table.from_batches(batches) if batches else None
     if table is None or table.num_rows == 0:
-        raise ValueError(f"partition {pid} of the training data is empty: use fewer partitions")
+        raise ValueError(f"partition {pid} of the training data is empty, although every partition had rows when "
+                         "the data were checked: the DataFrame gives other rows each time it is read (a "
+                         "nondeterministic source or transformation); cache or checkpoint it before the fit")
     rows = rows_from_arrow(table.column("features").combine_chunks(), n_features)
     labels = np.asarray(table.column("label").to_pylist())
     y = np.where(labels == classes[1], 1.0, -1.0)
