@@ -6,9 +6,16 @@ promotes it when its test error is at most the current one's plus
 [retrain] margin.  Running it again on the same input changes nothing and
 exits with the same code.
 
+One run per registry at a time: a run that finds another one holding the
+registry waits up to [retrain] lock_wait_minutes (default 0), then prints one
+line naming the holder and exits with [retrain] locked_exit_code.  A killed
+run's lock is freed with its process.  A re-run on handled input answers
+from the registry without starting Spark.
+
 exit codes:
     0  the challenger was promoted (or became the first version)
     3  the challenger was kept out, CURRENT is unchanged ([retrain] kept_exit_code)
+    4  another retraining held the registry; nothing done ([retrain] locked_exit_code)
     2  bad arguments, config or input data (message on stderr)
     1  failed (traceback on stderr); CURRENT is unchanged unless the run got past promotion
 
@@ -20,6 +27,7 @@ import sys
 from pathlib import Path
 
 from spark_bsvm.app import cli, report, retraining
+from spark_bsvm.app.registry import RegistryLocked
 
 DEFAULT_CONFIG = str(Path(__file__).resolve().parents[1] / "conf" / "retrain.toml")
 
@@ -27,7 +35,13 @@ DEFAULT_CONFIG = str(Path(__file__).resolve().parents[1] / "conf" / "retrain.tom
 def main(argv=None):
     args = cli.job_parser(__doc__, DEFAULT_CONFIG).parse_args(argv)
     config = cli.load(args, require=("data", "model", "retrain"))
-    outcome, version, record = retraining.retrain(cli.session(), config)
+    cli.configure_logging()
+    try:
+        outcome, version, record = retraining.retrain(config, cli.session)
+    except RegistryLocked as exc:
+        hint = "" if config["retrain"]["lock_wait_minutes"] else "; --set retrain.lock_wait_minutes=N waits for it"
+        print(f"not retrained: {exc}{hint}", file=sys.stderr)
+        return config["retrain"]["locked_exit_code"]
     current = record["current"]
     again = " (input handled before: nothing retrained)" if record.get("replayed") else ""
     print(f"challenger: version {version}, {report.summary_line(record['challenger'])}")

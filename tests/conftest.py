@@ -94,14 +94,17 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: "connect_spark" in getattr(item, "fixturenames", ()))
 
 
-def contiguous_frame(spark, X, labels, n_partitions=2):
-    """A (features vector, label) DataFrame whose partitions are LocalEngine's contiguous blocks, built
-    without RDDs so that Spark Connect sessions can make it too."""
+def contiguous_frame(spark, X, labels, n_partitions=2, sizes=None):
+    """A (features vector, label) DataFrame whose partitions are LocalEngine's contiguous blocks (or blocks of
+    ``sizes`` rows, 0 allowed), built without RDDs so that Spark Connect sessions can make it too."""
     import pyarrow as pa
     from pyspark.ml.functions import array_to_vector
 
     X, labels = np.asarray(X, np.float64), np.asarray(labels, np.float64)
-    bounds = np.linspace(0, len(labels), n_partitions + 1).astype(np.int64)
+    if sizes is None:
+        bounds = np.linspace(0, len(labels), n_partitions + 1).astype(np.int64)
+    else:
+        bounds, n_partitions = np.concatenate([[0], np.cumsum(sizes)]), len(sizes)
 
     def blocks(batches):  # partition k of the range holds the one id k
         for batch in batches:

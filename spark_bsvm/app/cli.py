@@ -57,10 +57,15 @@ def default_spark_session():
             .getOrCreate())
 
 
-def session():
-    """The job's Spark session (active, spark-submit's, or local), Spark's console logging at WARN."""
+def configure_logging():
+    """The jobs' log lines on stderr: time, level, logger and message; spark-bsvm's at INFO."""
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("spark_bsvm").setLevel(logging.INFO)  # one line per decomposition round
+
+
+def session():
+    """The job's Spark session (active, spark-submit's, or local), Spark's console logging at WARN."""
+    configure_logging()
     spark = default_spark_session()
     spark.sparkContext.setLogLevel("WARN")
     return spark

@@ -71,6 +71,10 @@ SCHEMA = {
                                     "(methods with a warm-start hook in spark_bsvm.app.methods: spsvm)"),
         "kept_exit_code": (int, 3, "exit code when the challenger is not promoted (0 for schedulers that "
                                    "treat any non-zero code as a failure)"),
+        "lock_wait_minutes": (_ANY_NUMBER, 0, "how long to wait while another retraining holds the registry "
+                                              "(0: give up at once; inf: until it ends)"),
+        "locked_exit_code": (int, 4, "exit code when another retraining held the registry throughout "
+                                     "lock_wait_minutes (nothing was done)"),
     },
 }
 REQUIRED_SECTIONS = ("data", "model")
@@ -154,8 +158,9 @@ def validate(raw, source="<config>", require=REQUIRED_SECTIONS):
 
 
 def _check_values(config, source):
-    if "retrain" in config and config["retrain"]["margin"] < 0:
-        raise ConfigError(f"{source}: [retrain] margin must be >= 0, got {config['retrain']['margin']}")
+    for key in ("margin", "lock_wait_minutes"):
+        if "retrain" in config and not config["retrain"][key] >= 0:
+            raise ConfigError(f"{source}: [retrain] {key} must be >= 0, got {config['retrain'][key]}")
     data = config.get("data")
     if data is None:
         return

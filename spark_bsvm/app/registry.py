@@ -3,6 +3,7 @@
     <root>/CURRENT            the current version's number (one line)
     <root>/versions/<n>/      model/ (whatever ``publish``'s writer wrote) and record.json
     <root>/staging-<random>/  a version being written; removed by ``clean_staging``
+    <root>/LOCK               held (``flock``) by the one run that may change the registry; names its holder
 
 Crash safety: a version is written completely in a staging directory and
 then renamed into ``versions/`` (a rename is atomic on one filesystem), so
@@ -12,21 +13,42 @@ old pointer or the new one, never a torn one.  A crash at any point leaves
 the previous ``CURRENT`` and its version intact.  ``BSVM_REGISTRY_CRASH_AT``
 (a name from ``CRASH_POINTS``) kills the process at that point, for tests.
 
+One writer at a time: ``lock`` takes an exclusive ``flock`` on ``LOCK``.  The kernel releases it
+when its process ends, however it ends (a SIGKILL, an out-of-memory kill), so a killed run never
+leaves a stale lock to clear by hand; the holder's pid, host and start time in the file are only
+there to name it in the message of a run that finds the registry locked.  On NFS, Linux turns
+``flock`` into NFS byte-range locks, which other clients see, and the server frees them when the
+holding client goes away.  The file is never removed: a run waiting on the old file would not
+exclude a run locking a new one.
+
 The root must be a local or shared POSIX filesystem (NFS, a mounted
 volume) that the driver and the executors see at the same path.
 """
 
+import fcntl
 import json
+import logging
 import os
 import re
 import shutil
+import socket
+import time
 import uuid
+from contextlib import contextmanager
+from datetime import datetime, timezone
 
 from core.atomic_file import atomic_write, fsync_folder
 
 CRASH_POINTS = ("staged", "published", "pointer_written")
 CRASH_EXIT = 137  # as if killed by SIGKILL
 _VERSION = re.compile(r"^[0-9]+$")
+LOCK_POLL_SECONDS = 1.0
+
+log = logging.getLogger("spark_bsvm")
+
+
+class RegistryLocked(Exception):
+    """Another run holds the registry's lock; the message names the registry and the holder."""
 
 
 def _crash_point(name):
@@ -113,11 +135,55 @@ class ModelRegistry:
                           before_replace=lambda: _crash_point("pointer_written")) as f:
             f.write(f"{version}\n")
 
+    @contextmanager
+    def lock(self, wait_seconds=0.0):
+        """Hold the registry's lock for the block; ``RegistryLocked`` if another run holds it for longer
+        than ``wait_seconds`` (0: do not wait; ``math.inf``: wait until it is free).  Waiting logs one
+        warning naming the holder."""
+        path = os.path.join(self.root, "LOCK")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            deadline = time.monotonic() + wait_seconds
+            waiting = False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    holder = _lock_holder(fd)
+                    if time.monotonic() >= deadline:
+                        waited = f" after waiting {wait_seconds:g} s" if waiting else ""
+                        raise RegistryLocked(f"registry {self.root} is locked by another run ({holder}){waited}")
+                    if not waiting:
+                        log.warning("registry %s is locked by another run (%s); waiting for it", self.root, holder)
+                        waiting = True
+                    time.sleep(max(0.0, min(LOCK_POLL_SECONDS, deadline - time.monotonic())))
+            me = {"pid": os.getpid(), "host": socket.gethostname(),
+                  "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
+            try:
+                yield
+            finally:
+                os.ftruncate(fd, 0)  # no holder named once released (the lock goes with the descriptor)
+        finally:
+            os.close(fd)
+
     def clean_staging(self):
-        """Remove what crashed runs left: staging directories and unrenamed pointer files."""
+        """Remove what crashed runs left: staging directories and unrenamed pointer files (call it holding
+        ``lock``: another run's staging directory looks the same)."""
         for name in os.listdir(self.root):
             path = os.path.join(self.root, name)
             if name.startswith("staging-"):
                 shutil.rmtree(path, ignore_errors=True)
             elif name.startswith("CURRENT.") and name.endswith(".tmp"):
                 os.unlink(path)
+
+
+def _lock_holder(fd):
+    """Who holds the lock on ``fd``, as its holder wrote it in the file ("pid 12 on host h since <UTC time>")."""
+    try:
+        holder = json.loads(os.pread(fd, 4096, 0))
+        return f"pid {holder['pid']} on host {holder['host']} since {holder['since']}"
+    except (ValueError, KeyError, TypeError):  # between its lock and its write: not named yet
+        return "a run that has not named itself yet"

@@ -1,10 +1,13 @@
 """Scheduled retraining: a challenger against the registry's current model, promoted only if not worse.
 
 One run (``retrain``):
-  1. remove what crashed runs left in the registry;
+  1. take the registry's lock (``ModelRegistry.lock``): another run holding it
+     makes this one wait up to ``[retrain] lock_wait_minutes``, then give up
+     with ``RegistryLocked``; remove what crashed runs left in the registry;
   2. if a version records this run's input fingerprint, the input was
      already handled: finish its promotion if a crash interrupted it, and
-     report its decision again (re-runs are idempotent: no new version);
+     report its decision again (re-runs are idempotent: no new version, and
+     no Spark session is started);
   3. split the data, train the challenger (warm-started from the current
      model's support set when ``[retrain] warm_start`` and the method allow);
   4. evaluate the challenger and the current model on the same held-out rows;
@@ -13,8 +16,7 @@ One run (``retrain``):
 
 The fingerprint hashes the [data], [model] and margin settings and, for
 local input files, their sizes and modification times (remote inputs count
-by path only: give each night's data its own path).  Run one retraining
-per registry at a time (e.g. Airflow ``max_active_runs=1``).
+by path only: give each night's data its own path).
 """
 
 import hashlib
@@ -56,17 +58,28 @@ def _file_stats(path):
     return stats
 
 
-def retrain(spark, config):
-    """(outcome, version, record) of one retraining run; outcome is ``PROMOTED`` or ``KEPT``."""
+def retrain(config, session):
+    """(outcome, version, record) of one retraining run; outcome is ``PROMOTED`` or ``KEPT``.
+
+    ``session()`` gives the Spark session; it is called only when there is a challenger to train.
+    ``RegistryLocked`` when another run holds the registry for longer than ``[retrain] lock_wait_minutes``.
+    """
     settings = config["retrain"]
     if settings["warm_start"]:
         methods.check_warm_start(config["model"]["method"])  # before anything is read or trained
     registry = ModelRegistry(settings["registry"])
-    registry.clean_staging()
-    fingerprint = input_fingerprint(config)
-    done = registry.find("fingerprint", fingerprint)
-    if done is not None:
-        return _replay(registry, done)
+    with registry.lock(wait_seconds=60.0 * settings["lock_wait_minutes"]):
+        registry.clean_staging()
+        fingerprint = input_fingerprint(config)
+        done = registry.find("fingerprint", fingerprint)
+        if done is not None:
+            return _replay(registry, done)
+        return _train_and_decide(session(), config, registry, fingerprint)
+
+
+def _train_and_decide(spark, config, registry, fingerprint):
+    """Steps 3-5 of the module doc, holding the registry's lock."""
+    settings = config["retrain"]
     current = registry.current()
     current_model = PipelineModel.load(registry.model_path(current)) if current is not None else None
     warm = registry.model_path(current) if settings["warm_start"] and current is not None else None

@@ -112,12 +112,12 @@ def check_schema(df, features_col, label_col, weight_col=None):
 @dataclass(frozen=True)
 class DataSummary:
     """What the checks of the training data found: the two label values (negative first), the rows, the
-    partitions (up to the last non-empty one), the feature count and scikit-learn's ``gamma="scale"``
-    for these rows (``core.kernels.scale_gamma``)."""
+    rows of each non-empty input partition ({partition id: rows}), the feature count and scikit-learn's
+    ``gamma="scale"`` for these rows (``core.kernels.scale_gamma``)."""
 
     classes: list
     n_rows: int
-    n_partitions: int
+    partition_rows: dict
     n_features: int
     scale_gamma: float
 
@@ -152,8 +152,8 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     NaN, infinite, negative or 0.  The estimators drop the rows of weight 0 first (they contribute nothing;
     MLlib's meaning); the engine itself takes positive weights only, as ``LocalEngine``.
 
-    Sparse vectors are expanded to their full size for the checks (as ``transform`` does); the partition
-    count comes with the same pass (Spark Connect has no cheaper way to it)."""
+    Sparse vectors are expanded to their full size for the checks (as ``transform`` does); the rows per
+    partition come with the same pass (Spark Connect has no cheaper way to them)."""
     from pyspark.ml.functions import vector_to_array
     from pyspark.ml.linalg import VectorUDT
     from pyspark.sql import functions as F
@@ -168,11 +168,11 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     values = F.when(features.isNotNull(), vector_to_array(features)) if is_vector else features.cast("array<double>")
     size, bad, mean, squares = _feature_moments(values)
     good = features.isNotNull() & ~bad
-    groups = prepared.withColumn("partition", F.spark_partition_id()).groupBy("label").agg(
+    groups = prepared.withColumn("partition", F.spark_partition_id()).groupBy("label", "partition").agg(
         F.count(F.lit(1)).alias("rows"), F.sum(features.isNull().cast("long")).alias("null_features"),
         F.sum(bad.cast("long")).alias("bad_values"), F.min(size).alias("min_size"), F.max(size).alias("max_size"),
         F.sum(bad_weight.cast("long")).alias("bad_weights"), F.sum(zero_weight.cast("long")).alias("zero_weights"),
-        F.max("partition").alias("last_partition"), F.sum(F.when(good, squares)).alias("squares"),
+        F.sum(F.when(good, squares)).alias("squares"),
         F.avg(F.when(good, mean)).alias("mean_of_means"), F.var_pop(F.when(good, mean)).alias("var_of_means"),
     ).collect()
     n_rows = sum(g["rows"] for g in groups)
@@ -182,7 +182,7 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     null_labels = sum(g["rows"] for g in groups if g["label"] is None)
     if null_labels:
         raise ValueError(f"label column '{label_col}' has {null_labels} null value(s); drop or fill those rows")
-    classes = two_classes([g["label"] for g in groups])
+    classes = two_classes(list({g["label"] for g in groups}))
     null_features = sum(g["null_features"] for g in groups)
     if null_features:
         raise ValueError(f"features column '{features_col}' has {null_features} null value(s); "
@@ -206,7 +206,10 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
         raise ValueError(f"weight column '{weight_col}' has {zero_weights} weight(s) of 0: SparkEngine trains on "
                          "positive weights only; drop those rows (they contribute nothing), as the estimators do")
     n_features = int(sizes[0])
-    return DataSummary(classes, int(n_rows), int(max(g["last_partition"] for g in groups)) + 1, n_features,
+    partition_rows = {}
+    for g in groups:
+        partition_rows[g["partition"]] = partition_rows.get(g["partition"], 0) + g["rows"]
+    return DataSummary(classes, int(n_rows), partition_rows, n_features,
                        scale_gamma(n_features, _variance(groups, n_features)))
 
 
@@ -288,7 +291,9 @@ def partition_block(batches, pid, n_features, classes, has_weight, has_validatio
     batches = list(batches)
     table = pa.Table.from_batches(batches) if batches else None
     if table is None or table.num_rows == 0:
-        raise ValueError(f"partition {pid} of the training data is empty: use fewer partitions")
+        raise ValueError(f"partition {pid} of the training data is empty, although every partition had rows when "
+                         "the data were checked: the DataFrame gives other rows each time it is read (a "
+                         "nondeterministic source or transformation); cache or checkpoint it before the fit")
     rows = rows_from_arrow(table.column("features").combine_chunks(), n_features)
     labels = np.asarray(table.column("label").to_pylist())
     y = np.where(labels == classes[1], 1.0, -1.0)

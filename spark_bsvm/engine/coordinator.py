@@ -7,8 +7,10 @@ requests until the fit ends.  Rounds cost a socket round trip, not a Spark
 job (``bench/bench_engines.py`` measures what a round costs beyond the
 partition work).
 
-The coordinator listens only while a fit runs, on the driver's address, and
-serves only tasks that present the per-fit secret.
+The coordinator listens only while a fit runs, on ``spark.driver.bindAddress``
+(else ``spark.driver.host``, as Spark's own driver ports), tells the tasks to
+connect to ``spark.driver.host``, and serves only tasks that present the
+per-fit secret.
 
 Fault tolerance: a barrier stage whose task fails is retried as a whole;
 the new tasks connect again, and the driver re-sends the round as its
@@ -43,6 +45,7 @@ class SparkEngine(Engine):
 
     The arguments up to ``check_data`` are ``stage.TrainingData``'s.  Use as a context manager (or call
     ``close``) so the stage and the coordinator end.  ``description`` names the fit in the Spark UI.
+    ``address``: the (host, port) the tasks connect to.
     ``validation_col``: ``stage.TrainingData``'s (the validation rows the engine's ``n_validation`` counts).
     ``stage_restarts``: how many times the training stage is started again after Spark aborted it (its
     tasks were lost more often than Spark's stage attempts allow); the new tasks resume from the driver's
@@ -64,14 +67,15 @@ class SparkEngine(Engine):
         self._job_group = fit_tag()
         self._job_error = self._rows = None
         host = self._spark.conf.get("spark.driver.host", "127.0.0.1")
+        bind = self._spark.conf.get("spark.driver.bindAddress", None) or host
         try:
-            self._coordinator = Coordinator(host, range(self.n_partitions), self._secret, check=self._check_stage)
+            self._coordinator = Coordinator(bind, range(self.n_partitions), self._secret, check=self._check_stage)
         except OSError as exc:
-            raise RuntimeError(f"cannot listen on spark.driver.host={host} ({exc}): this process is not where "
-                               "the Spark driver runs (a Spark Connect client?); coordinate the fit on the "
-                               "executors with coordinatorMode='executor'") from exc
-        task = make_task(data.task_spec(self._secret, address=self._coordinator.address,
-                                        fault_injection=fault_injection))
+            raise RuntimeError(f"cannot listen on {bind} (spark.driver.bindAddress, else spark.driver.host; {exc}): "
+                               "this process is not where the Spark driver runs (a Spark Connect client?); "
+                               "coordinate the fit on the executors with coordinatorMode='executor'") from exc
+        self.address = (host, self._coordinator.address[1])  # where the tasks connect
+        task = make_task(data.task_spec(self._secret, address=self.address, fault_injection=fault_injection))
 
         def run_stage():
             try:

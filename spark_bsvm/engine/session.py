@@ -14,28 +14,48 @@ def is_connect(spark):
 
 
 def executor_slots(spark):
-    """How many tasks can run at once: a barrier stage needs one slot per partition."""
+    """How many tasks can run at once, as Spark's barrier check counts them: each executor's cores over
+    ``spark.task.cpus`` (rounded down), summed.  A barrier stage needs one slot per task."""
     if not is_connect(spark):
-        return spark.sparkContext.defaultParallelism
+        # the very count Spark compares a barrier stage's tasks with (a JVM method, public in the bytecode)
+        context = spark.sparkContext._jsc.sc()
+        return context.maxNumConcurrentTasks(context.resourceProfileManager().defaultResourceProfile())
     # Connect hides the SparkContext; a range without a partition count is split into the default
-    # parallelism, which is what classic sessions report (one small job)
+    # parallelism, the cluster's cores (one small job)
     from pyspark.sql import functions as F
 
-    return spark.range(0, 1 << 20).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()[0] + 1
+    cores = spark.range(0, 1 << 20).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()[0] + 1
+    executor_cores = spark.conf.get("spark.executor.cores", None)
+    return slots_of(cores, int(spark.conf.get("spark.task.cpus", "1")),
+                    int(executor_cores) if executor_cores else None)
 
 
-def check_barrier_possible(spark, num_partitions):
-    """Refuse settings under which a barrier stage cannot start, with the fix."""
+def slots_of(cores, task_cpus, executor_cores=None):
+    """Task slots of ``cores`` cores in all: executors x (``executor_cores`` // ``task_cpus``) when each
+    executor has ``executor_cores``, else ``cores`` // ``task_cpus``."""
+    if executor_cores:
+        return cores // executor_cores * (executor_cores // task_cpus)
+    return cores // task_cpus
+
+
+def barrier_tasks(spark, num_partitions=None):
+    """The task count of a fit's barrier stage: ``num_partitions``, or by default every task slot.  A
+    ValueError with the fix, before any job, when Spark could not start the stage."""
     if spark.conf.get("spark.dynamicAllocation.enabled", "false").lower() == "true":
         raise ValueError(
             "spark-bsvm trains in one barrier stage, which Spark does not run with dynamic allocation: "
             "set spark.dynamicAllocation.enabled=false for this application")
     slots = executor_slots(spark)
-    if num_partitions > slots:
+    counted = f"each executor's cores over spark.task.cpus={spark.conf.get('spark.task.cpus', '1')}, summed"
+    if slots < 1:
+        raise ValueError(f"this application has no task slot ({counted}): no executor has as many cores as a "
+                         "task needs; lower spark.task.cpus or give the executors more cores")
+    if num_partitions is not None and num_partitions > slots:
         raise ValueError(
-            f"numPartitions={num_partitions} exceeds the {slots} task slots of this application; a barrier "
-            f"stage needs all its tasks running at once and would wait forever: use at most {slots} "
-            "partitions or add executors/cores")
+            f"numPartitions={num_partitions} exceeds the {slots} task slots of this application ({counted}); "
+            "a barrier stage needs all its tasks running at once and would wait forever: use at most "
+            f"{slots} partitions or add executors/cores")
+    return num_partitions or slots
 
 
 @contextmanager

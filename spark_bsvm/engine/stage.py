@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 from core.progress import progress_logger
 from spark_bsvm.engine.blocks import check_schema, check_training_data, check_validation_column, count_validation_rows
-from spark_bsvm.engine.session import check_barrier_possible, executor_slots, is_connect, tagged_jobs
+from spark_bsvm.engine.session import barrier_tasks, is_connect, tagged_jobs
 
 OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
 UNREACHABLE = "Unreachable"  # error_type of a task that could not connect to the coordinator
@@ -57,6 +57,46 @@ def merges_partitions(df):
         if MERGING_NODES.search(line):
             return True
     return False
+
+
+SKEW_TOLERANCE = 1.1  # a partition may hold up to 10% more rows than its share before the rows are dealt again
+
+
+def balanced(prepared, partition_rows, n_partitions):
+    """``prepared`` as ``n_partitions`` non-empty partitions of nearly equal size: as it is when it already is
+    (``partition_rows``: {partition id: rows} of its non-empty partitions), else dealt again, round robin.
+
+    Why deal again: every round waits for the slowest task, whose work grows with its rows, so a partition
+    holding k times its share makes every round of the fit about k times slower (and an empty one has
+    nothing to train on), while the shuffle costs about one pass over the data, against the hundreds to
+    thousands of passes a fit's rounds make.  So more than ``SKEW_TOLERANCE`` times the share is worth a
+    shuffle; data that is already even (one file per slot, say) is read as it is.  The counts come from
+    the checks' pass over the data: deciding costs no extra pass.
+
+    Why it works: Spark's round robin (sorted first, so a retried stage gets the same rows) deals each
+    input partition's rows to consecutive output partitions from a start seeded by the input partition,
+    so the output sizes differ by at most the number of input partitions, and every output partition gets
+    a row once one input partition holds ``n_partitions`` rows.  Data too small for that (fewer rows in
+    every input partition than there are tasks) is split by ranges of a row id instead: Spark's range
+    partitioner samples ~100 rows a task (``spark.sql.execution.rangeExchange.sampleSizePerPartition``:
+    all of such small data; one small job) and cuts the ids into ranges of about n / ``n_partitions``
+    rows (a ``coalesce(1)`` before the round robin would not do: Spark's optimizer drops it).
+
+    Not seen here: empty partitions after the last non-empty one (no row names them), so an input whose
+    partitions ``0 .. n_partitions - 1`` are even and whose further ones are all empty is read as it is,
+    with those extra tasks.
+    """
+    from pyspark.sql import functions as F
+
+    share = -(-sum(partition_rows.values()) // n_partitions)
+    even = max(partition_rows.values()) <= SKEW_TOLERANCE * share
+    if sorted(partition_rows) == list(range(n_partitions)) and even and not merges_partitions(prepared):
+        return prepared
+    if max(partition_rows.values()) < n_partitions:
+        row = "_spark_bsvm_row"
+        numbered = prepared.withColumn(row, F.monotonically_increasing_id())
+        return numbered.repartitionByRange(n_partitions, row).drop(row)
+    return prepared.repartition(n_partitions)
 
 
 @dataclass(frozen=True)
@@ -116,8 +156,7 @@ class TrainingData:
         check_schema(df, features_col, label_col, weight_col)
         if validation_col:
             check_validation_column(df, validation_col)
-        self.n_partitions = num_partitions or executor_slots(self.spark)
-        check_barrier_possible(self.spark, self.n_partitions)
+        self.n_partitions = barrier_tasks(self.spark, num_partitions)
         columns = [F.col(features_col).alias("features"), F.col(label_col).alias("label")]
         if weight_col:
             columns.append(F.col(weight_col).cast("double").alias("weight"))
@@ -127,8 +166,8 @@ class TrainingData:
         self.has_weight = bool(weight_col)
         summary = check_training_data(prepared, features_col, label_col, weight_col)
         self.classes, self.n_examples, self.n_features = summary.classes, summary.n_rows, summary.n_features
-        self.scale_gamma = summary.scale_gamma
-        input_partitions = summary.n_partitions
+        self.scale_gamma, partition_rows = summary.scale_gamma, summary.partition_rows
+        self.n_partitions = min(self.n_partitions, self.n_examples)  # a task needs a row to train on
         self.n_validation = count_validation_rows(prepared, self.n_examples) if validation_col else 0
         self.n_examples -= self.n_validation
         if not isinstance(prepared.schema["features"].dataType, VectorUDT):
@@ -136,9 +175,7 @@ class TrainingData:
             prepared = prepared.withColumn("features", F.col("features").cast("array<double>"))
         if check_data is not None:
             check_data(self.n_features, self.classes)
-        if input_partitions != self.n_partitions or merges_partitions(prepared):
-            prepared = prepared.repartition(self.n_partitions)  # deterministic on retry (sorted round robin)
-        self.frame = prepared
+        self.frame = balanced(prepared, partition_rows, self.n_partitions)
 
     def task_spec(self, secret, **kwargs):
         return TaskSpec(secret, self.n_features, self.classes, self.has_weight, self.n_partitions, self.n_examples,

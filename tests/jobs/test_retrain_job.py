@@ -1,12 +1,19 @@
 """jobs/retrain.py against a registry: first version, promote, keep, idempotent re-runs, an interrupted run."""
 
+import os
+import re
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from pyspark.ml import PipelineModel
 
 from jobs import retrain
+from spark_bsvm.app import cli
 from spark_bsvm.app import registry as registry_module
 from spark_bsvm.app.registry import ModelRegistry
+from tests.spark_bsvm.app.test_registry import ROOT, hold_lock
 
 pytestmark = pytest.mark.spark
 
@@ -21,14 +28,20 @@ def run(root, *overrides):
     return retrain.main(args)
 
 
-def test_promote_keep_and_idempotent_reruns(spark, tmp_path, capsys):
+def no_spark():
+    raise AssertionError("a re-run on handled input asked for a Spark session")
+
+
+def test_promote_keep_and_idempotent_reruns(spark, tmp_path, capsys, monkeypatch):
     root = str(tmp_path / "registry")
     registry = ModelRegistry(root)
     assert run(root) == 0  # the first challenger becomes version 1
     assert registry.current() == 1 and registry.versions() == [1]
     first = registry.record(1)
     assert first["decision"] == "promoted" and first["current"] is None
-    assert run(root) == 0  # same input: nothing retrained, nothing published
+    with monkeypatch.context() as patch:
+        patch.setattr(cli, "session", no_spark)
+        assert run(root) == 0  # same input: nothing retrained, nothing published, Spark not even asked for
     assert registry.versions() == [1] and "input handled before" in capsys.readouterr().out
 
     # new data, a challenger with a kernel far too narrow: worse by more than the margin, kept out
@@ -90,3 +103,21 @@ def test_an_spsvm_challenger_starts_from_the_current_support_set(spark, tmp_path
     current, challenger = (PipelineModel.load(registry.model_path(v)).stages[-1].expansion for v in (1, 2))
     np.testing.assert_array_equal(challenger.support_vectors[:12], current.support_vectors)
     assert challenger.n_support == 20 and list(challenger.support_ids[:12]) == [-1] * 12
+
+
+def test_a_second_retraining_exits_with_its_own_code_while_another_holds_the_registry(tmp_path):
+    """Two real processes: the second one says why in one line and exits 4 before reading data or starting
+    Spark; the registry is untouched."""
+    root = tmp_path / "registry"
+    holder = hold_lock(root)
+    try:
+        second = subprocess.run([sys.executable, "jobs/retrain.py", "--set", f"retrain.registry={root}"], cwd=ROOT,
+                                env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+                                timeout=120)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert second.returncode == 4 and second.stdout == ""
+    assert re.fullmatch(rf"not retrained: registry {root} is locked by another run \(pid {holder.pid} on host \S+ "
+                        r"since [0-9T:+-]+\); --set retrain.lock_wait_minutes=N waits for it\n", second.stderr)
+    assert ModelRegistry(str(root)).versions() == []

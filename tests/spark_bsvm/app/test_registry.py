@@ -1,14 +1,16 @@
 """The model registry: numbered versions, atomic promotion, a process killed at every step."""
 
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from spark_bsvm.app.registry import CRASH_EXIT, CRASH_POINTS, ModelRegistry
+from spark_bsvm.app.registry import CRASH_EXIT, CRASH_POINTS, ModelRegistry, RegistryLocked
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -90,3 +92,64 @@ def test_a_process_killed_at_any_step_leaves_the_previous_current_loadable(tmp_p
     subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], env=env, cwd=ROOT, check=True)
     assert current_text(registry) == "new" and json.loads(
         Path(tmp_path, "versions", str(registry.current()), "record.json").read_text()) == {"fingerprint": "new"}
+
+
+# another process holding the registry's lock until it is killed, or for argv[2] seconds
+HOLDER = """
+import importlib.util, sys, time
+spec = importlib.util.spec_from_file_location("registry", "spark_bsvm/app/registry.py")
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+with module.ModelRegistry(sys.argv[1]).lock():
+    print("locked", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def hold_lock(root, seconds=60.0):
+    """A process holding the lock of the registry at ``root`` (returned once it holds it)."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(root), str(seconds)], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "locked\n"
+    return holder
+
+
+def test_the_lock_names_its_holder_and_a_killed_holders_lock_is_free_at_once(tmp_path):
+    registry = ModelRegistry(str(tmp_path))
+    holder = hold_lock(tmp_path)
+    try:
+        with pytest.raises(RegistryLocked, match=rf"^registry {tmp_path} is locked by another run \(pid "
+                                                  rf"{holder.pid} on host .+ since 20"):
+            with registry.lock():
+                pass
+    finally:
+        holder.send_signal(signal.SIGKILL)  # as the OOM killer would: no cleanup runs
+        holder.wait()
+    with registry.lock():  # the kernel freed the dead holder's lock; its leftover line is replaced
+        assert json.loads(Path(tmp_path, "LOCK").read_text())["pid"] == os.getpid()
+    assert Path(tmp_path, "LOCK").read_text() == ""  # released: nobody named
+
+
+def test_a_waiting_run_takes_the_lock_when_the_holder_ends(tmp_path, caplog):
+    registry = ModelRegistry(str(tmp_path))
+    holder = hold_lock(tmp_path, seconds=1.0)
+    try:
+        with caplog.at_level(logging.WARNING, logger="spark_bsvm"):
+            with registry.lock(wait_seconds=60.0):
+                assert holder.wait(timeout=30) == 0  # it ran to its end and released the lock
+        assert f"is locked by another run (pid {holder.pid} on host" in caplog.text
+        assert caplog.text.count("waiting for it") == 1
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_run_that_waited_long_enough_gives_up(tmp_path):
+    holder = hold_lock(tmp_path)
+    try:
+        with pytest.raises(RegistryLocked, match=r"locked by another run .* after waiting 0\.2 s$"):
+            with ModelRegistry(str(tmp_path)).lock(wait_seconds=0.2):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()

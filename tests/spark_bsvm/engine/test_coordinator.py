@@ -11,7 +11,6 @@ from core.kernels import KernelSpec
 from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm.engine import SparkEngine, rounds, wire
-from spark_bsvm.engine.session import check_barrier_possible
 from tests.conftest import to_df
 from tests.spark_bsvm.engine.test_rounds import still_open
 
@@ -123,19 +122,6 @@ def test_the_listener_closes_with_the_engine(spark, data):
     engine.close()
     with pytest.raises(OSError):
         socket.create_connection(address, timeout=2)
-
-
-class _FakeSpark:
-    def __init__(self, slots, conf):
-        self.sparkContext = type("SC", (), {"defaultParallelism": slots})()
-        self.conf = type("Conf", (), {"get": lambda _self, key, default=None: conf.get(key, default)})()
-
-
-def test_barrier_requirements_are_explained():
-    with pytest.raises(ValueError, match="numPartitions=3 exceeds the 2 task slots"):
-        check_barrier_possible(_FakeSpark(2, {}), 3)
-    with pytest.raises(ValueError, match="set spark.dynamicAllocation.enabled=false"):
-        check_barrier_possible(_FakeSpark(8, {"spark.dynamicAllocation.enabled": "true"}), 2)
 
 
 @pytest.mark.parametrize("rows, message", [

@@ -1,0 +1,89 @@
+"""What the engine reads from a session: task slots as Spark's barrier check counts them, where the
+coordinator listens and where the tasks connect."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.engine import LocalEngine
+from core.kernels import KernelSpec
+from core.svc import fit_csvc
+from core.synthetic import make_rings
+from spark_bsvm.engine.session import barrier_tasks, slots_of
+
+pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parents[3]
+KERNEL = KernelSpec("rbf", gamma=0.5)
+
+
+def test_slots_are_each_executors_cores_over_task_cpus():
+    assert (slots_of(8, 1), slots_of(8, 2), slots_of(2, 2), slots_of(1, 2)) == (8, 4, 1, 0)
+    assert slots_of(9, 2, executor_cores=3) == 3  # three executors of 3 cores run one 2-cpu task each, not 4
+
+
+def test_barrier_requirements_are_explained(spark):
+    assert barrier_tasks(spark) == 2 and barrier_tasks(spark, 1) == 1  # local[2, 3]: two slots
+    with pytest.raises(ValueError, match=r"^numPartitions=3 exceeds the 2 task slots of this application \(each "
+                                         r"executor's cores over spark.task.cpus=1, summed\)"):
+        barrier_tasks(spark, 3)
+    dynamic = type("Spark", (), {"conf": {"spark.dynamicAllocation.enabled": "true"}})()
+    with pytest.raises(ValueError, match="set spark.dynamicAllocation.enabled=false"):
+        barrier_tasks(dynamic, 2)
+
+
+# a session of its own (task cpus and addresses are fixed when Spark starts): local[2] with 2 cpus a task,
+# so one slot; listening on every interface, advertising the loopback address
+SCRIPT = """
+import json, os, sys
+os.environ["PYSPARK_PYTHON"] = sys.executable
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[2]").config("spark.task.cpus", "2").config("spark.ui.enabled", "false")
+         .config("spark.driver.bindAddress", "0.0.0.0").config("spark.driver.host", "127.0.0.1").getOrCreate())
+from core.kernels import KernelSpec
+from core.svc import fit_csvc
+from core.synthetic import make_rings
+from spark_bsvm.engine import SparkEngine
+
+X, y = make_rings(200, 4, seed=0)
+df = spark.createDataFrame([(x.tolist(), float(v)) for x, v in zip(X, y)], "features array<double>, label double")
+tracker = spark.sparkContext.statusTracker()
+jobs = len(tracker.getJobIdsForGroup(None))
+try:
+    SparkEngine(df, num_partitions=2)
+except ValueError as exc:
+    refused = str(exc)
+jobs_while_refusing = len(tracker.getJobIdsForGroup(None)) - jobs
+with SparkEngine(df) as engine:
+    listening = engine._coordinator.listener.getsockname()[0]
+    model = fit_csvc(engine, C=1.0, kernel=KernelSpec("rbf", gamma=0.5))
+print(json.dumps({"refused": refused, "jobs_while_refusing": jobs_while_refusing, "tasks": engine.n_partitions,
+                  "listening": listening, "told": engine.address[0], "bias": model.bias,
+                  "support": model.n_support}))
+"""
+
+
+@pytest.fixture(scope="module")
+def own_session():
+    """What SCRIPT saw in its own Spark session."""
+    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_task_cpus_count_in_the_slots_before_any_job(own_session):
+    assert own_session["refused"].startswith("numPartitions=2 exceeds the 1 task slots of this application (each "
+                                             "executor's cores over spark.task.cpus=2, summed)")
+    assert own_session["jobs_while_refusing"] == 0
+    assert own_session["tasks"] == 1  # by default the fit takes the one slot, and trains
+    local = fit_csvc(LocalEngine(*make_rings(200, 4, seed=0)), C=1.0, kernel=KERNEL)
+    assert (own_session["support"], own_session["bias"]) == (local.n_support, pytest.approx(local.bias, abs=1e-9))
+
+
+def test_the_coordinator_listens_on_the_bind_address_and_tells_tasks_the_driver_host(own_session):
+    assert (own_session["listening"], own_session["told"]) == ("0.0.0.0", "127.0.0.1")
+    assert own_session["support"] > 0  # the tasks reached it there

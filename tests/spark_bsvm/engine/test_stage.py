@@ -1,0 +1,56 @@
+"""The training data as the barrier stage reads it: one non-empty, evenly sized partition per task, whatever
+the input's partitioning."""
+
+import numpy as np
+import pytest
+
+from core.engine import LocalEngine
+from core.kernels import KernelSpec
+from core.svc import fit_csvc
+from core.synthetic import make_rings
+from spark_bsvm.engine import SparkEngine
+from spark_bsvm.engine.stage import TrainingData
+from tests.conftest import contiguous_frame
+
+pytestmark = pytest.mark.spark
+KERNEL = KernelSpec("rbf", gamma=0.5)
+
+
+@pytest.fixture(scope="module")
+def rings():
+    return make_rings(400, 4, seed=5)
+
+
+def partition_sizes(df):
+    """Rows of each partition of ``df``, in partition order (empty ones too)."""
+    from pyspark.sql import functions as F
+
+    counts = dict(df.select(F.spark_partition_id().alias("p")).groupBy("p").count().collect())
+    return [counts.get(p, 0) for p in range(max(counts) + 1)]
+
+
+def fit(df):
+    with SparkEngine(df) as engine:
+        return engine.n_partitions, fit_csvc(engine, C=3.0, kernel=KERNEL, tol=1e-6)
+
+
+@pytest.mark.parametrize("sizes", [[0, 400], [396, 4]], ids=["empty partition 0", "99% in partition 0"])
+def test_empty_and_skewed_inputs_are_dealt_evenly_and_train(spark, rings, sizes):
+    X, y = rings
+    df = contiguous_frame(spark, X, y, sizes=sizes)
+    assert partition_sizes(df) == sizes
+    assert partition_sizes(TrainingData(df).frame) in ([200, 200], [201, 199], [199, 201])
+    tasks, model = fit(df)
+    # the same problem as LocalEngine's, on other partitions: the same optimum up to the solver's tolerance
+    local = fit_csvc(LocalEngine(X, y, n_partitions=2), C=3.0, kernel=KERNEL, tol=1e-6)
+    assert tasks == 2
+    np.testing.assert_allclose(model.decision_function(X), local.decision_function(X), atol=1e-3)
+
+
+def test_even_input_is_read_as_it_is_and_tiny_input_still_fills_every_task(spark, rings):
+    X, y = rings
+    even = contiguous_frame(spark, X, y, sizes=[210, 190])  # within 10% of the share: not worth a shuffle
+    assert partition_sizes(TrainingData(even).frame) == [210, 190]
+    # two rows in partitions 2 and 3: Spark's round robin alone starts both at the same task (pyspark 4.3)
+    tiny = contiguous_frame(spark, X[:2], np.array([-1.0, 1.0]), sizes=[0, 0, 1, 1])
+    assert partition_sizes(TrainingData(tiny).frame) == [1, 1]
