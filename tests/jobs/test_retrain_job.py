@@ -54,8 +54,9 @@ def test_promote_keep_and_idempotent_reruns(spark, tmp_path, capsys, monkeypatch
     assert run(root, "data.seed=1", "model.params.gamma=100.0", "retrain.margin=0.0") == KEPT
     assert registry.versions() == [1, 2]
 
-    # new data, a sound challenger: promoted; the scheduler may map "kept" to exit 0
-    assert run(root, "data.seed=2", "retrain.margin=0.05") == 0
+    # new data, a sound challenger: promoted; the scheduler may map "kept" to exit 0.  At 700 rows and 20 basis
+    # functions two sound fits on different draws differ by several points (27.95% against 34.65% measured)
+    assert run(root, "data.seed=2", "retrain.margin=0.1") == 0
     assert registry.current() == 3
     assert run(root, "data.seed=3", "model.params.gamma=100.0", "retrain.kept_exit_code=0") == 0
     assert registry.current() == 3 and registry.record(4)["decision"] == "kept"
