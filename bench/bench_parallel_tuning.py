@@ -17,10 +17,8 @@ point and the chosen C.
 """
 
 import argparse
-import os
-import sys
 
-from bench.common import print_table, timed
+from bench.common import local_spark, print_table, timed
 from core.synthetic import make_rings
 
 SLOTS = 2
@@ -60,15 +58,9 @@ def main():
     args = parser.parse_args()
     n_rows = 300 if args.quick else args.rows
 
-    from pyspark.sql import SparkSession
-
     from spark_bsvm import CSVC
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (SparkSession.builder.master(f"local[{SLOTS}]").appName("bench_parallel_tuning")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(SLOTS))
-             .config("spark.driver.memory", "2g").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_spark("bench_parallel_tuning", SLOTS, "2g")
     try:
         df = rings_df(spark, n_rows)
         CSVC(gamma=0.5).fit(df)  # warm-up: the Python workers, the imports, numba's cached code

@@ -20,12 +20,11 @@ cache) on the same cached DataFrame.
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
 
-from bench.common import load_covtype_20k, load_libsvm, print_table
+from bench.common import load_covtype_20k, load_libsvm, local_spark, print_table
 
 # name: (gammas, regParams (SpSVM's lambda), support sizes); the grids around bench_spsvm_cost's and
 # bench_spsvm's choices
@@ -141,13 +140,7 @@ def main():
                                                              "the script runs")
     args = parser.parse_args()
 
-    from pyspark.sql import SparkSession
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (SparkSession.builder.master(f"local[{SLOTS}]").appName("bench_tuning")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(SLOTS))
-             .config("spark.driver.memory", "4g").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_spark("bench_tuning", SLOTS, "4g")
     try:
         for name in args.data:
             run(spark, name, args.quick)

@@ -1,5 +1,7 @@
 """Helpers shared by the bench scripts: their data (``core.benchmark_files``), timing a fit, printing tables."""
 
+import os
+import sys
 import time
 
 # the scripts' data
@@ -21,3 +23,16 @@ def timed(fit):
     wall, cpu = time.perf_counter(), time.process_time()
     result = fit()
     return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def local_spark(app_name, slots, driver_memory):
+    """A ``local[slots]`` Spark session for a bench, its Python workers on this interpreter: no UI, ``slots``
+    shuffle partitions, only errors in the log."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(f"local[{slots}]").appName(app_name)
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(slots))
+             .config("spark.driver.memory", driver_memory).getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -135,12 +135,8 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None):
         rows = cols = max(1, min(_TILE_ROWS, m, math.isqrt(_TILE_MACS // depth)))
     pooled = _worth_a_pool(n, m, depth, rows, cols)
     workers = numba.get_num_threads() if pooled else 1
-    if is_sparse(X):
-        fill = _csr_tiles if pooled else _csr_tiles_serial
-        fill(X.data, X.indices, X.indptr, Zt, *args, rows, cols, symmetric, workers, K)
-    else:
-        fill = _dense_tiles if pooled else _dense_tiles_serial
-        fill(X, Z, Zt, *args, rows, cols, symmetric, workers, K)
+    X, csr = _tile_inputs(X)
+    (_tiles if pooled else _tiles_serial)(X, csr, Z, Zt, *args, rows, cols, symmetric, workers, K)
     return K
 
 
@@ -163,10 +159,8 @@ def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None):
     rows, cols = _tile_shape(m, depth)
     pooled = n > rows and _worth_a_pool(n, m, depth, rows, cols)  # the threads share out row tiles
     workers = numba.get_num_threads() if pooled else 1
-    if is_sparse(X):  # the tile loop reads X through csr; the empty stand-ins keep its argument types fixed
-        X, csr, Zt = np.empty((0, X.shape[1])), (X.data, X.indices, X.indptr), np.ascontiguousarray(Z.T)
-    else:
-        csr, Zt = (np.empty(0), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32)), np.empty((0, 0))
+    X, csr = _tile_inputs(X)
+    Zt = np.ascontiguousarray(Z.T) if csr[2].shape[0] else np.empty((0, 0))
     (_tiles_times if pooled else _tiles_times_serial)(X, csr, Z, Zt, *args, rows, cols, coef, workers, out)
     return out
 
@@ -197,6 +191,14 @@ def _prepared(X, Z, spec, x_sq_norms, z_sq_norms):
     else:
         x_sq, z_sq = np.zeros(X.shape[0]), np.zeros(Z.shape[0])  # not read by linear and poly
     return X, to_dense(Z), (code, x_sq, z_sq, spec.gamma, spec.coef0, spec.degree)
+
+
+def _tile_inputs(X):
+    """(X, csr) as the tile loops take them: a dense X and empty CSR arrays, or an empty stand-in for X and
+    the (data, indices, indptr) of a CSR X (fixed argument types: each loop compiles once per kind)."""
+    if is_sparse(X):
+        return np.empty((0, X.shape[1])), (X.data, X.indices, X.indptr)
+    return X, (np.empty(0), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32))
 
 
 def _depth(X):
@@ -284,10 +286,13 @@ def _norms(X, given, label):
 
 
 @numba.njit(**NJIT_PARALLEL)
-def _dense_tiles(X, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, workers, K):
-    """Fill K tile by tile, the dot products of each tile from one GEMM; Zt is Z.T, C-contiguous.
-    ``symmetric`` (Z is X, square tiles): the tiles above the diagonal also fill their mirror."""
+def _tiles(X, csr, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, workers, K):
+    """Fill K tile by tile on ``workers`` threads, X dense (``csr`` holding empty arrays) or ``csr`` = (data,
+    indices, indptr) of a CSR X (X an empty stand-in); Zt is Z.T, C-contiguous.  A dense tile's dot
+    products come from one GEMM.  ``symmetric`` (Z is X, square tiles): the tiles above the diagonal
+    also fill their mirror."""
     n, m = K.shape
+    data, indices, indptr = csr
     n_col_tiles = (m + cols - 1) // cols
     n_tiles = ((n + rows - 1) // rows) * n_col_tiles
     next_tile = np.zeros(1, dtype=np.int64)
@@ -296,33 +301,14 @@ def _dense_tiles(X, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, s
         while t < n_tiles:
             lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
             hi, jhi = min(lo + rows, n), min(jlo + cols, m)
-            if n_col_tiles == 1:  # whole rows of K: the GEMM writes straight into K
+            if n_col_tiles == 1 and not indptr.shape[0]:  # whole dense rows of K: the GEMM writes into K
                 np.dot(X[lo:hi], Zt, K[lo:hi])
                 finish_tile(code, K[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
             elif not symmetric or jlo >= lo:  # below the diagonal, a symmetric K is the mirror
-                dots = np.dot(X[lo:hi], Z[jlo:jhi].T)
-                finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
-                K[lo:hi, jlo:jhi] = dots
-                if symmetric and jlo > lo:
-                    K[jlo:jhi, lo:hi] = dots.T
-            t = fetch_add(next_tile, 1)
-
-
-@numba.njit(**NJIT_PARALLEL)
-def _csr_tiles(data, indices, indptr, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, workers,
-               K):
-    """Fill K tile by tile for CSR X; Zt is Z transposed, shape (p, m); ``symmetric`` as in _dense_tiles."""
-    n, m = K.shape
-    n_col_tiles = (m + cols - 1) // cols
-    n_tiles = ((n + rows - 1) // rows) * n_col_tiles
-    next_tile = np.zeros(1, dtype=np.int64)
-    for _ in numba.prange(workers):  # each thread takes the next free tile until none is left
-        t = fetch_add(next_tile, 1)
-        while t < n_tiles:
-            lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
-            hi, jhi = min(lo + rows, n), min(jlo + cols, m)
-            if not symmetric or jlo >= lo:
-                dots = _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi)
+                if indptr.shape[0]:
+                    dots = _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi)
+                else:
+                    dots = np.dot(X[lo:hi], Z[jlo:jhi].T)
                 finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
                 K[lo:hi, jlo:jhi] = dots
                 if symmetric and jlo > lo:
@@ -381,8 +367,7 @@ def _add_tile_times(dots, coef, out):
 
 # one tile, or a small block: the same loops on the calling thread.  Waking numba's pool for a single tile
 # costs more than the tile when the cores are busy (measured: 19 ms against 59 us for a small block under load)
-_dense_tiles_serial = numba.njit(**NJIT)(_dense_tiles.py_func)
-_csr_tiles_serial = numba.njit(**NJIT)(_csr_tiles.py_func)
+_tiles_serial = numba.njit(**NJIT)(_tiles.py_func)
 _tiles_times_serial = numba.njit(**NJIT)(_tiles_times.py_func)
 
 

@@ -19,7 +19,8 @@ def warn_if_one_class(engine, model):
     positive, rows = sum(a["positive"] for a in answers), sum(a["rows"] for a in answers)
     if 0 < positive < rows:
         return True
-    log.warning("the model predicts %r for all %d training rows: the features do not separate the classes "
-                "(rows with the same features and different labels, or constant features?)",
+    log.warning("the model predicts %r for all %d training rows: it separates nothing (rows with the same "
+                "features and different labels, constant features, or too few support vectors / too strong a "
+                "regulariser for a rare class?)",
                 model.classes[1 if positive else 0], rows)
     return False

@@ -180,9 +180,9 @@ def test_data_that_cannot_be_separated_is_reported_in_one_line(spark, data, mode
     model = train(to_df(spark, rows, labels), fit_csvc, FITS["csvc"][1], num_partitions=2, mode=mode)
     assert len(set(model.predict(rows).tolist())) == 1
     (warning,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert warning == (f"the model predicts {float(model.predict(rows[:1])[0])!r} for all 40 training rows: the features do "
-                       "not separate the classes (rows with the same features and different labels, or constant "
-                       "features?)")
+    assert warning == (f"the model predicts {float(model.predict(rows[:1])[0])!r} for all 40 training rows: it "
+                       "separates nothing (rows with the same features and different labels, constant features, or "
+                       "too few support vectors / too strong a regulariser for a rare class?)")
     caplog.clear()
     train(data[2], fit_csvc, FITS["csvc"][1], num_partitions=2, mode=mode)  # rings: both classes, no warning
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
