@@ -3,7 +3,8 @@
 ``evaluate`` scores a fitted pipeline (feature stages + ``BSVMModel``) on
 held-out rows in one Spark aggregation.  ``error_vs_support`` draws the
 test error against the support size: the models along the training path when the method recorded one
-(SpSVM-2, the slant sparsifier: ``core.support_path``), the final model pruned to its s largest |coef|
+(SpSVM-2, the slant sparsifier: ``core.support_path``), the validation error the fit recorded along that path
+when it had validation rows (``core.selection``), the final model pruned to its s largest |coef|
 for the methods where pruning is what one would do with the model (``PRUNABLE_METHODS``), and the
 final model itself.
 """
@@ -96,10 +97,10 @@ def held_out_sample(pipeline_model, test, rows, seed=0):
 PRUNABLE_METHODS = ("csvc", "budget_l1", "budget_l2", "ebsvm")
 
 # The plot's curves, drawn in this order when the report has points for them: report key -> (legend label,
-# matplotlib style).  A validation curve (the validation error along the training path, once fits record it)
-# is one more entry here.
+# matplotlib style).  All but "validation" are test errors on the held-out rows.
 CURVES = {
-    "recorded": ("training path: the fit's model at each support size", {"marker": "o"}),
+    "recorded": ("training path: test error of the fit's model at each size", {"marker": "o"}),
+    "validation": ("training path: validation error (the fit's validation rows)", {"marker": ".", "linestyle": "--"}),
     "pruned": ("pruned: the final model cut to its s largest |coef|", {"marker": "o"}),
     "model": ("the final model", {"marker": "*", "markersize": 14, "linestyle": "none"}),
 }
@@ -128,15 +129,18 @@ def recorded_curve(expansion, X, y):
 def error_vs_support(expansion, X, y, path):
     """Plot test error against support size to ``path`` (PNG); returns the plotted points.
 
-    Returns ``{"recorded": [(s, error)], "pruned": [(s, error)], "model":
-    [(n_s, error)], "plot": path or None, "note": ...}``: the training path
-    ([] for methods that record none), the pruning curve ([] unless the
-    method is in ``PRUNABLE_METHODS``) and the final model.  The PNG is
+    Returns ``{"recorded": [(s, error)], "validation": [(s, error)], "pruned":
+    [(s, error)], "model": [(n_s, error)], "plot": path or None, "note": ...}``:
+    the training path's test error ([] for methods that record none), its
+    validation error as the fit recorded it ([] without validation rows), the
+    pruning curve ([] unless the method is in ``PRUNABLE_METHODS``) and the
+    final model.  The PNG is
     skipped with a note when matplotlib (the ``plot`` extra) is not installed.
     """
     method = expansion.metadata.get("method", "model")
     error = float(np.mean(expansion.predict(X) != y)) if len(y) else float("nan")
     curve = {"recorded": recorded_curve(expansion, X, y),
+             "validation": validation_path(expansion.metadata),
              "pruned": pruning_curve(expansion, X, y) if method in PRUNABLE_METHODS else [],
              "model": [(int(expansion.n_support), error)],
              "plot": None, "note": None}
@@ -155,10 +159,10 @@ def error_vs_support(expansion, X, y, path):
             ax.plot(sizes, 100 * np.array(errors), label=label, **style)
     ax.set_xscale("log")
     ax.set_xlabel("support size")
-    ax.set_ylabel(f"test error (%) on {len(y)} held-out rows")
-    ax.set_title(f"{method}: test error vs support size")
+    ax.set_ylabel(f"error (%); test: {len(y)} held-out rows")
+    ax.set_title(f"{method}: error vs support size")
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize="small")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)

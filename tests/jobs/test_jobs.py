@@ -81,3 +81,18 @@ def test_a_missing_model_is_one_line_and_exit_2(spark, job, extra, capsys, tmp_p
     assert cli.run(job.main, ["--config", train.DEFAULT_CONFIG, "--model", missing] + extra) == cli.EXIT_BAD_INPUT
     assert capsys.readouterr().err == (f"error: no saved model at {missing}: train one first (jobs/train.py saves "
                                        "it at [output] model) or pass --model\n")
+
+
+def test_the_tuning_config_reports_and_plots_the_validation_path_beside_the_test_path(spark, job_cwd, tmp_path):
+    config = str(train.DEFAULT_CONFIG).replace("quickstart.toml", "tuning.toml")
+    assert train.main(["--config", config, "--set", "data.rows=900", "--set", "model.params.spsvm.maxBasis=20",
+                       "--set", "model.params.spsvm.regParamGrid=[0.1, 1.0]",
+                       "--set", f"output.report={tmp_path}/t.json", "--set", f"output.plot={tmp_path}/t.png"]) == 0
+    report = json.loads((tmp_path / "t.json").read_text())
+    curve, validation = report["error_vs_support"], report["validation"]
+    # the plotted validation curve is the chosen setting's validation path, as the fit recorded it
+    assert [tuple(point) for point in curve["validation"]] == [tuple(p) for p in validation["by_support_size"]]
+    assert len(curve["validation"]) == 20 and len(validation["grid"]) == 4
+    assert curve["model"][0][0] == validation["kept_size"] == report["support_size"]
+    if _has_matplotlib():
+        assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"

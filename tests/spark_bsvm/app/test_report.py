@@ -68,3 +68,16 @@ def test_the_report_records_the_validation_path_and_every_setting_of_a_grid():
     assert sum(row["chosen"] for row in record["grid"]) == 1
     assert validation_record(BSVMModel(fit_spsvm(LocalEngine(X, y), max_basis=3, lam=0.1,
                                                  kernel=KernelSpec("rbf", gamma=0.5)))) is None
+
+
+def test_the_plot_draws_the_validation_path_beside_the_test_path(tmp_path):
+    X, y = make_rings(500, 4, noise=0.1, seed=3)
+    held = np.random.default_rng(1).random(400) < 0.25
+    model = fit_spsvm(LocalEngine(X[:400], y[:400], validation=held), max_basis=10, lam=0.1, kernel=KERNEL)
+    curve = error_vs_support(model, X[400:], y[400:], str(tmp_path / "validation.png"))
+    path = model.metadata["validation"]
+    assert curve["validation"] == list(zip(path["sizes"], path["error"])) and len(curve["validation"]) >= 10
+    assert [s for s, _ in curve["recorded"]][:10] == [s for s, _ in curve["validation"]][:10]
+    assert "validation error" in CURVES["validation"][0] and "test error" in CURVES["recorded"][0]
+    assert error_vs_support(fit_spsvm(LocalEngine(X, y), max_basis=3, lam=0.1, kernel=KERNEL), X, y,
+                            str(tmp_path / "none.png"))["validation"] == []
