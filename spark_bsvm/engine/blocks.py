@@ -112,27 +112,37 @@ def check_schema(df, features_col, label_col, weight_col=None):
 @dataclass(frozen=True)
 class DataSummary:
     """What the checks of the training data found: the two label values (negative first), the rows, the
-    rows of each non-empty input partition ({partition id: rows}), the feature count and scikit-learn's
-    ``gamma="scale"`` for these rows (``core.kernels.scale_gamma``)."""
+    rows of each non-empty input partition ({partition id: rows}), the feature count, scikit-learn's
+    ``gamma="scale"`` for these rows (``core.kernels.scale_gamma``) and, of the rows, those marked for
+    validation (0 without a ``validation`` column)."""
 
     classes: list
     n_rows: int
     partition_rows: dict
     n_features: int
     scale_gamma: float
+    n_validation: int = 0
 
 
-def _feature_moments(values):
-    """Per-row columns of the feature values ``values`` (an array<double> column): entries, a flag for a
-    NaN, infinite or null entry, the row's mean and the sum of its squared deviations from that mean (two
-    passes over the row, so that the variance does not lose digits to a large mean)."""
+def _row_moments(rows):
+    """``rows`` (columns ``values``: the features as array<double>, and others, kept) with per-row columns
+    ``size``, ``bad`` (a NaN, infinite or null entry, or a null row), ``first``, ``shifted`` and
+    ``shifted_squares``: with d = x - x_0 over the row's values x (x_0 the first), sum(d) and sum(d^2).
+
+    The row's mean is then x_0 + sum(d) / p and its sum of squared deviations sum(d^2) - sum(d)^2 / p (the
+    shifted one-pass formula: a large mean does not cost the variance its digits).  One projection, each
+    lambda over the row once: Spark evaluates a lambda's body per element, so a row mean inside it would
+    make the pass O(p^2)."""
     from pyspark.sql import functions as F
 
-    size = F.size(values)
-    mean = F.when(size > 0, F.aggregate(values, F.lit(0.0), lambda acc, x: acc + x) / size)
-    squares = F.aggregate(values, F.lit(0.0), lambda acc, x: acc + (x - mean) * (x - mean))
-    bad = F.exists(values, lambda x: x.isNull() | F.isnan(x) | (F.abs(x) == float("inf")))
-    return size, bad, mean, squares
+    values = F.col("values")
+    size = F.coalesce(F.size(values), F.lit(0))
+    first = F.when(size > 0, F.element_at(values, 1))
+    bad = values.isNull() | F.exists(values, lambda x: x.isNull() | F.isnan(x) | (F.abs(x) == float("inf")))
+    return rows.select("*", size.alias("size"), bad.alias("bad"), first.alias("first"),
+                       F.aggregate(values, F.lit(0.0), lambda acc, x: acc + (x - first)).alias("shifted"),
+                       F.aggregate(values, F.lit(0.0),
+                                   lambda acc, x: acc + (x - first) * (x - first)).alias("shifted_squares"))
 
 
 def _variance(groups, n_features):
@@ -163,17 +173,28 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
         w = F.col("weight")
         bad_weight = w.isNull() | F.isnan(w) | (w < 0) | (w == float("inf"))
         zero_weight = w == 0
+    validation = F.col("validation") if "validation" in prepared.columns else None
     features = F.col("features")
     is_vector = isinstance(prepared.schema["features"].dataType, VectorUDT)
     values = F.when(features.isNotNull(), vector_to_array(features)) if is_vector else features.cast("array<double>")
-    size, bad, mean, squares = _feature_moments(values)
-    good = features.isNotNull() & ~bad
-    groups = prepared.withColumn("partition", F.spark_partition_id()).groupBy("label", "partition").agg(
-        F.count(F.lit(1)).alias("rows"), F.sum(features.isNull().cast("long")).alias("null_features"),
-        F.sum(bad.cast("long")).alias("bad_values"), F.min(size).alias("min_size"), F.max(size).alias("max_size"),
-        F.sum(bad_weight.cast("long")).alias("bad_weights"), F.sum(zero_weight.cast("long")).alias("zero_weights"),
-        F.sum(F.when(good, squares)).alias("squares"),
-        F.avg(F.when(good, mean)).alias("mean_of_means"), F.var_pop(F.when(good, mean)).alias("var_of_means"),
+    rows = _row_moments(prepared.select(
+        F.spark_partition_id().alias("partition"), "label", features.isNull().alias("null_features"),
+        values.alias("values"), bad_weight.alias("bad_weight"), zero_weight.alias("zero_weight"),
+        (F.lit(False) if validation is None else validation.isNull()).alias("null_validation"),
+        (F.lit(False) if validation is None else F.coalesce(validation, F.lit(False))).alias("validation")))
+    shifted, size = F.col("shifted"), F.col("size")
+    good = ~F.col("bad") & (size > 0)  # (ANSI mode: no division by 0 rows' size)
+    mean = F.when(good, F.col("first") + shifted / size)
+    squares = F.when(good, F.col("shifted_squares") - shifted * shifted / size)
+    groups = rows.groupBy("label", "partition").agg(
+        F.count(F.lit(1)).alias("rows"), F.sum(F.col("null_features").cast("long")).alias("null_features"),
+        F.sum((F.col("bad") & ~F.col("null_features")).cast("long")).alias("bad_values"),
+        F.min("size").alias("min_size"), F.max("size").alias("max_size"),
+        F.sum(F.col("bad_weight").cast("long")).alias("bad_weights"),
+        F.sum(F.col("zero_weight").cast("long")).alias("zero_weights"),
+        F.sum(F.col("validation").cast("long")).alias("validation_rows"),
+        F.sum(F.col("null_validation").cast("long")).alias("null_validation"),
+        F.sum(squares).alias("squares"), F.avg(mean).alias("mean_of_means"), F.var_pop(mean).alias("var_of_means"),
     ).collect()
     n_rows = sum(g["rows"] for g in groups)
     if n_rows == 0:
@@ -209,8 +230,9 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     partition_rows = {}
     for g in groups:
         partition_rows[g["partition"]] = partition_rows.get(g["partition"], 0) + g["rows"]
+    n_validation = _validation_rows(groups, n_rows) if "validation" in prepared.columns else 0
     return DataSummary(classes, int(n_rows), partition_rows, n_features,
-                       scale_gamma(n_features, _variance(groups, n_features)))
+                       scale_gamma(n_features, _variance(groups, n_features)), n_validation)
 
 
 def _check_sizes(sizes, n_features):
@@ -267,14 +289,14 @@ def check_validation_column(df, validation_col):
                           "true and the training rows with false (e.g. F.col(...) == 1)")
 
 
-def count_validation_rows(prepared, n_rows):
-    """The number of rows of ``prepared`` whose ``validation`` column is true; a ValueError when it has nulls,
-    or when all or none of the ``n_rows`` rows are validation rows."""
-    counts = {row["validation"]: row["count"] for row in prepared.groupBy("validation").count().collect()}
-    if counts.get(None):
-        raise ValueError(f"the validation indicator column has {counts[None]} null value(s): mark every row "
+def _validation_rows(groups, n_rows):
+    """The rows marked for validation in ``groups`` (the checks' aggregation); a ValueError when the mark is
+    null somewhere, or when all or none of the ``n_rows`` rows carry it."""
+    nulls = sum(g["null_validation"] for g in groups)
+    if nulls:
+        raise ValueError(f"the validation indicator column has {nulls} null value(s): mark every row "
                          "true (validation) or false (training)")
-    held = int(counts.get(True, 0))
+    held = int(sum(g["validation_rows"] for g in groups))
     if held == 0 or held == n_rows:
         raise ValueError(f"{'none' if held == 0 else 'all'} of the {n_rows} training rows are marked for "
                          "validation: hold out some rows and train on the others")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from core.progress import progress_logger
-from spark_bsvm.engine.blocks import check_schema, check_training_data, check_validation_column, count_validation_rows
+from spark_bsvm.engine.blocks import check_schema, check_training_data, check_validation_column
 from spark_bsvm.engine.session import barrier_tasks, is_connect, tagged_jobs
 
 OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
@@ -168,7 +168,7 @@ class TrainingData:
         self.classes, self.n_examples, self.n_features = summary.classes, summary.n_rows, summary.n_features
         self.scale_gamma, partition_rows = summary.scale_gamma, summary.partition_rows
         self.n_partitions = min(self.n_partitions, self.n_examples)  # a task needs a row to train on
-        self.n_validation = count_validation_rows(prepared, self.n_examples) if validation_col else 0
+        self.n_validation = summary.n_validation
         self.n_examples -= self.n_validation
         if not isinstance(prepared.schema["features"].dataType, VectorUDT):
             # an array column: the tasks read it as list<double>, dense rows

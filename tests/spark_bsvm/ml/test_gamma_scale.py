@@ -51,3 +51,13 @@ def test_an_explicit_gamma_is_kept_and_a_bad_one_is_named(data):
     assert CSVC(gamma=1.0, maxIter=50, numPartitions=1).fit(data[2]).getGamma() == 1.0
     with pytest.raises(TypeError, match="gamma must be a number > 0 or 'scale', got 'auto'"):
         CSVC(gamma="auto")
+
+
+def test_the_variance_keeps_its_digits_beside_a_large_mean(spark, data):
+    from spark_bsvm.engine.blocks import check_training_data
+
+    X, labels, _ = data
+    shifted = X + 1e6  # a naive sum(x^2) / n - mean^2 would lose the variance's digits to cancellation
+    df = to_df(spark, shifted, labels).select("features", "label")
+    summary = check_training_data(df, "features", "label")
+    assert summary.scale_gamma == pytest.approx(1.0 / (3 * shifted.var()), rel=1e-9)
