@@ -7,6 +7,7 @@ from pyspark.errors.exceptions.base import IllegalArgumentException
 
 from core.kernels import scale_gamma
 from core.labels import two_classes
+from spark_bsvm.engine.task_threads import use_task_cores
 
 
 class ColumnError(IllegalArgumentException, ValueError):
@@ -53,6 +54,7 @@ def rows_column(df, features_col, n_features, compute, return_type):
     task's time that way).
     """
     import pyarrow as pa
+    from pyspark import TaskContext
     from pyspark.sql import functions as F
 
     check_features_column(df, features_col)
@@ -61,6 +63,7 @@ def rows_column(df, features_col, n_features, compute, return_type):
 
     @F.arrow_udf(return_type)
     def batch(column: pa.Array) -> pa.Array:
+        use_task_cores(TaskContext.get())
         out = compute(rows_from_arrow(column, n_features))
         if isinstance(out, dict):
             return pa.StructArray.from_arrays([pa.array(v) for v in out.values()], names=list(out))
@@ -72,9 +75,11 @@ def rows_column(df, features_col, n_features, compute, return_type):
 
 def _rows_column_pandas(df, features_col, n_features, compute, return_type):
     import pandas as pd
+    from pyspark import TaskContext
     from pyspark.sql import functions as F
 
     def rows(arrays):
+        use_task_cores(TaskContext.get())
         return np.stack(arrays.to_numpy()) if len(arrays) else np.zeros((0, n_features))
 
     if return_type.startswith("array"):

@@ -26,6 +26,7 @@ import socket
 from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import partition_block
 from spark_bsvm.engine.hosted import host_fit
+from spark_bsvm.engine.task_threads import use_task_cores
 from spark_bsvm.engine.stage import MISSING, UNREACHABLE, output_batch, output_schema
 
 CONNECT_TIMEOUT = 10.0  # seconds a task tries to open its connection to the coordinator
@@ -125,13 +126,11 @@ def _serve(context, batches, spec):
 
 def run_task(spec, batches):
     """One barrier task of the fit ``spec`` (a ``stage.TaskSpec``): its output batch."""
-    import numba
     from pyspark import BarrierTaskContext
     from threadpoolctl import threadpool_limits
 
     context = BarrierTaskContext.get()
-    # numba's threads share the task's cores (spark.task.cpus), not the whole executor's
-    numba.set_num_threads(max(1, min(context.cpus(), numba.config.NUMBA_NUM_THREADS)))
+    use_task_cores(context)
     # BLAS on one thread while the task serves rounds, as core's fits do (core.threads): its spinning
     # threads made each round of an SpSVM fit on ijcnn1 3.8 ms slower (bench/bench_engines.py)
     blas = threadpool_limits(limits=1, user_api="blas")

@@ -84,3 +84,22 @@ def test_array_features_train_like_vectors(spark, element):
     local = fit_csvc(LocalEngine(expected, y, n_partitions=2), C=1.0, kernel=kernel)
     np.testing.assert_array_equal(on_arrays.support_vectors, local.support_vectors)
     np.testing.assert_allclose(on_arrays.coef, local.coef, atol=1e-9)
+
+
+@pytest.mark.parametrize("arrow", [True, False], ids=["arrow_udf", "pandas_udf"])
+def test_scoring_tasks_size_numba_pool_to_the_task_cores(spark, arrow, monkeypatch):
+    """Two tasks of one core each on two cores: each worker's pool at its default (two threads) would put
+    four threads on the two cores."""
+    import numba
+    from pyspark.ml.linalg import Vectors
+    from pyspark.sql import functions as F
+
+    from spark_bsvm.engine.blocks import rows_column
+
+    if not arrow:
+        monkeypatch.delattr(F, "arrow_udf", raising=False)
+    assert numba.config.NUMBA_NUM_THREADS >= 2 and int(spark.conf.get("spark.task.cpus", "1")) == 1
+    df = spark.createDataFrame([(Vectors.dense([float(i), 1.0]),) for i in range(40)], ["features"]).repartition(2)
+    column = rows_column(df, "features", 2, lambda X: {"threads": np.full(X.shape[0], numba.get_num_threads())},
+                         "threads int")
+    assert {row["t"] for row in df.select(column["threads"].alias("t")).collect()} == {1}
