@@ -1,4 +1,7 @@
-"""The slant-loss sparsifier: batched == one step at a time, Lemmas 4.1 and 4.2, the path, bad input."""
+"""The slant-loss sparsifier: batched == one step at a time, Lemmas 4.1 and 4.2, the path, small support sets,
+bad input."""
+
+import logging
 
 import numpy as np
 import pytest
@@ -95,6 +98,30 @@ def test_the_model_at_a_support_size_is_the_fit_stopped_at_that_size(problem, ag
     assert not coef[0].any() and np.count_nonzero(coef[1]) == 5
     np.testing.assert_array_equal(coef[2], full.coef)
     np.testing.assert_array_equal(coef[3], full.coef)
+
+
+def test_a_path_cut_long_before_convergence_warns_that_its_model_is_one_sided(caplog):
+    # C = 1: ||w||^2 = 215 and b = -0.55 (make_rings' +1 is 54% of the rows).  Cut at 10 support vectors, all
+    # ten are +1 (their targets are 2 |b| above the -1 rows'), each bump is at most eta = 1/2 high, and b < -1/2:
+    # the model predicts -1 for every row (the issue's constant classifier, in small)
+    X, y = make_rings(600, 6, seed=1)
+    reference = fit_csvc(LocalEngine(X, y), C=1.0, kernel=KERNEL)
+    with caplog.at_level(logging.WARNING, logger="spark_bsvm"):
+        cut = fit_slant(LocalEngine(X, y, n_partitions=2), reference, max_support=10)
+    assert cut.metadata["stopped"] == "max_support" and not cut.metadata["converged"]
+    assert np.all(cut.coef > 0) and reference.bias < -0.5 and np.all(cut.predict(X) == -1)
+    assert "stopped by max_support at 10 support vectors with f(w~) = 1.5 > epsilon = 0.5" in caplog.text
+    assert "may take up to 860 steps" in caplog.text
+    assert "All 10 support vectors are of class 1.0" in caplog.text and "predicts -1.0 wherever" in caplog.text
+    # a reference of smaller norm (C = 0.1: ||w||^2 = 18) converges within 14 support vectors, without a warning,
+    # and predicts both classes
+    caplog.clear()
+    small = fit_csvc(LocalEngine(X, y), C=0.1, kernel=KERNEL)
+    with caplog.at_level(logging.WARNING, logger="spark_bsvm"):
+        model = fit_slant(LocalEngine(X, y, n_partitions=2), small, max_support=20)
+    assert model.metadata["stopped"] == "objective" and model.metadata["converged"] and model.n_support == 14
+    assert "slant sparsifier stopped" not in caplog.text
+    assert np.mean(model.predict(X) != y) < 0.25 and 0.4 < np.mean(model.predict(X) > 0) < 0.6
 
 
 def test_ranked_breaks_ties_by_id_and_reports_the_next():
