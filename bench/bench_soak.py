@@ -15,12 +15,16 @@ garbage collected on both sides, it prints what the driver holds:
     new temp       entries of the system temp directory new since the warm-up (other programs on the
                    machine may add some)
     py RSS MB      resident memory of the Python process; jvm RSS MB: of the JVM
+    jvm heap MB    the JVM's heap in use after the garbage collection (the RSS of a JVM keeps the pages
+                   its heap once grew to: it says what the heap reached, not what the fits hold)
     py threading   the Python threads alive (``threading.active_count``)
 
 The last lines compare the end with the state after the warm-up: what grew (the JVM's threads also by
-name), and the RSS growth in percent (the goal: nothing left behind, RSS within 10%).
+name), and the memory growth in percent (the goal: nothing left behind, driver memory within 10%).  Then,
+after ``--idle`` seconds without jobs, it measures again: Spark's cached thread pools (block manager,
+query stages, shuffle) let threads idle for 60 s go, so threads that stay are held by something.
 
-    python -m bench.bench_soak [--fits 50] [--rows 2000]      # --fits 3: a smoke check
+    python -m bench.bench_soak [--fits 50] [--rows 2000] [--idle 75]      # --fits 3 --idle 0: a smoke check
 """
 
 import argparse
@@ -33,6 +37,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from bench.common import print_table, timed
@@ -110,7 +115,12 @@ class Probe:
                 "py sockets": py_sockets, "jvm sockets": jvm_sockets, "py fds": py_fds, "jvm fds": jvm_fds,
                 "workers": _descendants(self.jvm_pid), "spark files": _files_below(self.local_dir),
                 "new temp": len(new_temp), "py RSS MB": _status(os.getpid(), "VmRSS") / 1024,
-                "jvm RSS MB": _status(self.jvm_pid, "VmRSS") / 1024, "py threading": threading.active_count()}
+                "jvm RSS MB": _status(self.jvm_pid, "VmRSS") / 1024, "jvm heap MB": self._jvm_heap_mb(),
+                "py threading": threading.active_count()}
+
+    def _jvm_heap_mb(self):
+        runtime = self.spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
+        return (runtime.totalMemory() - runtime.freeMemory()) / 2 ** 20
 
 
 def estimators():
@@ -126,6 +136,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fits", type=int, default=50, help="consecutive fits after the warm-up (default 50)")
     parser.add_argument("--rows", type=int, default=2000, help="training rows (default 2000)")
+    parser.add_argument("--idle", type=int, default=75, help="seconds without jobs before the last measure")
     args = parser.parse_args()
 
     from pyspark.ml.linalg import Vectors
@@ -161,12 +172,19 @@ def main():
                 table.append([f"after {k}", f"{sum(walls[-10:]) / len(walls[-10:]):.2f}", *after.values()])
         print(f"{args.fits} consecutive fits ({', '.join(type(m).__name__ for m in methods)} in turn, every third "
               f"coordinated on the executors) on {args.rows} make_rings rows, local[{SLOTS}]")
+        threads_grew = dict(_thread_names(probe.jvm_pid) - threads_before)
+        if args.idle:
+            time.sleep(args.idle)
+            table.append([f"+{args.idle} s idle", "", *probe.measure().values()])
         print_table(["when", "mean fit s", *before], table)
         grew = {name: round(after[name] - before[name], 1) for name in before
-                if "RSS" not in name and after[name] > before[name]}
+                if "MB" not in name and after[name] > before[name]}
         print(f"left behind (end against warm-up): {grew or 'nothing'}")
-        print(f"JVM threads that grew, by name: {dict(_thread_names(probe.jvm_pid) - threads_before) or 'none'}")
-        for name in ("py RSS MB", "jvm RSS MB"):
+        print(f"JVM threads that grew, by name: {threads_grew or 'none'}")
+        if args.idle:
+            print(f"... and still there after {args.idle} s idle: "
+                  f"{dict(_thread_names(probe.jvm_pid) - threads_before) or 'none'}")
+        for name in ("py RSS MB", "jvm RSS MB", "jvm heap MB"):
             print(f"{name}: {before[name]:.0f} -> {after[name]:.0f} ({100 * (after[name] / before[name] - 1):+.1f}%)")
     finally:
         spark.stop()
