@@ -8,7 +8,7 @@ L0-SVM) produces one.  ``coef_j`` is signed (a_j y_j for dual methods).
 
 import io
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -64,6 +64,12 @@ class KernelExpansion:
     def predict(self, X):
         """Predicted labels, in the original label values."""
         return decode_labels(self.decision_function(X), self.classes)
+
+    def for_scoring(self):
+        """The same function without the training record (``metadata``, ``support_ids``): what a scoring task
+        needs.  A recorded path (SpSVM-2's, the slant sparsifier's) can be far larger than the support
+        vectors, and Spark ships a scoring function to every task."""
+        return replace(self, metadata={}, support_ids=None)
 
     def pruned(self, s):
         """The same expansion keeping only the s largest |coef| (Dekel & Singer's pruning, section 5)."""

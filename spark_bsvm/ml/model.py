@@ -198,7 +198,7 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _ThresholdSetter,
 
     def _scores(self, dataset, rule):
         """A struct column (f, p, positive) of ``rule`` applied to the decision values of ``dataset``'s rows."""
-        expansion = self.expansion  # closures capture locals, never self
+        expansion = self.expansion.for_scoring()  # closures capture locals, never self
 
         def scores(X):
             f = expansion.decision_function(X)

@@ -27,7 +27,7 @@ def with_one_vs_rest_probability(ovr_model, dataset, probabilityCol="probability
             what = "not calibrated" if isinstance(model, BSVMModel) else f"a {type(model).__name__}"
             raise ValueError(f"the binary model of class {k} is {what}: fit OneVsRest over a spark-bsvm "
                              "estimator with calibrationFraction > 0")
-    expansions = [model.expansion for model in ovr_model.models]  # closures capture locals, never self
+    expansions = [model.expansion.for_scoring() for model in ovr_model.models]  # closures capture locals, not self
     rules = [DecisionRule(platt=model.platt) for model in ovr_model.models]
 
     def probabilities(X):

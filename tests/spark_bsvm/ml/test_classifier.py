@@ -226,3 +226,28 @@ def test_rows_of_weight_zero_contribute_nothing(spark, train, make):
     zeros = make().fit(to_df(spark, X_all, labels_all, weights=w_all))
     np.testing.assert_allclose(zeros.expansion.coef, clean.expansion.coef, atol=1e-12)
     assert zeros.expansion.bias == pytest.approx(clean.expansion.bias)
+
+
+def test_scoring_ships_the_function_not_the_training_record(spark, calibrated, monkeypatch):
+    """A recorded path can be megabytes (Spark warned of 1.6 MB tasks in the quick start): the tasks get
+    the support vectors, coefficients and kernel only."""
+    import cloudpickle
+
+    import spark_bsvm.ml.model as model_module
+
+    model = calibrated
+    model.expansion.metadata["ballast"] = list(range(200_000))  # ~2 MB pickled
+    shipped = {}
+
+    def capture(df, features_col, n_features, compute, return_type):
+        shipped["bytes"] = len(cloudpickle.dumps(compute))
+        return original(df, features_col, n_features, compute, return_type)
+
+    original = model_module.rows_column
+    monkeypatch.setattr(model_module, "rows_column", capture)
+    try:
+        rows = model.transform(spark.createDataFrame([(Vectors.dense([0.1, 0.2, 0.3, 0.4]),)], ["features"]))
+        assert rows.select("prediction").count() == 1
+    finally:
+        del model.expansion.metadata["ballast"]
+    assert shipped["bytes"] < 200_000 > 20 * model.expansion.support_vectors.nbytes
