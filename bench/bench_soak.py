@@ -24,7 +24,12 @@ name), and the memory growth in percent (the goal: nothing left behind, driver m
 after ``--idle`` seconds without jobs, it measures again: Spark's cached thread pools (block manager,
 query stages, shuffle) let threads idle for 60 s go, so threads that stay are held by something.
 
-    python -m bench.bench_soak [--fits 50] [--rows 2000] [--idle 75]      # --fits 3 --idle 0: a smoke check
+``--retained N`` keeps only the last N jobs, stages and SQL executions in Spark's status store (the
+``spark.ui.retained*`` and ``spark.sql.ui.retainedExecutions`` settings, 1,000 by default, which hold
+their records in the driver's heap with the UI off too): with it, the heap shows what the fits hold
+rather than Spark's growing history of them.
+
+    python -m bench.bench_soak [--fits 50] [--rows 2000] [--idle 75] [--retained N]  # --fits 3 --idle 0: smoke
 """
 
 import argparse
@@ -137,6 +142,7 @@ def main():
     parser.add_argument("--fits", type=int, default=50, help="consecutive fits after the warm-up (default 50)")
     parser.add_argument("--rows", type=int, default=2000, help="training rows (default 2000)")
     parser.add_argument("--idle", type=int, default=75, help="seconds without jobs before the last measure")
+    parser.add_argument("--retained", type=int, help="jobs, stages and SQL executions Spark's status store keeps")
     args = parser.parse_args()
 
     from pyspark.ml.linalg import Vectors
@@ -146,10 +152,14 @@ def main():
     for logger in ("spark_bsvm", "spark_bsvm.progress"):  # the table only: no progress lines, no warnings
         logging.getLogger(logger).setLevel(logging.ERROR)
     local_dir = tempfile.mkdtemp(prefix="bench-soak-")
-    spark = (SparkSession.builder.master(f"local[{SLOTS}]").appName("bench_soak")
+    builder = (SparkSession.builder.master(f"local[{SLOTS}]").appName("bench_soak")
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(SLOTS))
              .config("spark.driver.memory", "2g").config("spark.local.dir", local_dir)
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+             .config("spark.ui.showConsoleProgress", "false"))
+    if args.retained:
+        for key in ("spark.ui.retainedJobs", "spark.ui.retainedStages", "spark.sql.ui.retainedExecutions"):
+            builder = builder.config(key, str(args.retained))
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
         X, y = make_rings(args.rows, 4, seed=0)
