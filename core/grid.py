@@ -1,5 +1,6 @@
-"""Many settings in one engine session: fit each (kernel, regulariser) setting of a small grid one after
-another on the same partitions, and keep the one whose kept model validates best.
+"""Many settings in one engine session: fit each setting of a small grid (kernel and regulariser; the slant
+sparsifier's step size) one after another on the same partitions, and keep the one whose kept model
+validates best.
 
 On Spark the whole grid is one barrier stage (one ``SparkEngine`` or one hosted fit): the rows reach the
 tasks once, numba compiles once per task, and every setting is scored on the same validation rows.  Each
@@ -18,11 +19,11 @@ from core.selection import check_selection
 def fit_grid(engine, *, function, settings, select="best", tolerance=0.0, **arguments):
     """Fit ``function(engine, **arguments, **setting, select=select, tolerance=tolerance)`` for every setting
     of ``settings`` (dicts of the core function's keyword arguments, e.g. ``{"lam": 0.1, "kernel":
-    KernelSpec("rbf", gamma=0.5)}``); return the model with the smallest validation error of its kept size
-    (the first on ties).
+    KernelSpec("rbf", gamma=0.5)}`` or ``{"eta": 0.25}``); return the model with the smallest validation error
+    of its kept size (the first on ties).
 
-    ``function`` must record a validation path (``fit_spsvm``, ``fit_ebsvm``), and the engine must hold
-    validation rows.  The model's ``metadata["grid"]`` is the table of every setting: its arguments, its
+    ``function`` must record a validation path (``fit_spsvm``, ``fit_ebsvm``, ``fit_slant``), and the engine
+    must hold validation rows.  The model's ``metadata["grid"]`` is the table of every setting: its arguments, its
     validation path (sizes, errors), the size it kept and that size's error, its seconds; ``chosen`` is
     the index of the setting returned.
     """

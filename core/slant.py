@@ -45,7 +45,10 @@ rows (48.8% test error; f(w~) = 1.22 still at 1,000).  A reference of smaller no
 C = 0.1: ||w||^2 = 155) converges at 160 support vectors, 29.2% test error at 50 (SpSVM-2, gamma = 1: 28.1%).  So a fit
 cut before f(w~) <= epsilon logs a warning with these figures (``metadata["converged"]`` is False), and
 for small sizes the reference (its C and gamma) and eta are chosen on validation rows
-(``bench.bench_slant_curves``), as section 7 chooses eta per support size.
+(``bench.bench_slant_curves``), as section 7 chooses eta per support size.  Inside one fit, ``fit_grid``
+of ``core.grid`` with settings ``[{"eta": e}, ...]`` (the estimator's ``etaGrid``) runs one path per eta on
+the same engine and keeps the one whose kept size (``max_support`` with ``select="end"``) validates best;
+the reference's C and gamma are chosen outside it (a reference per setting).
 
 The stopping rule stays section 4.2's f(w~) <= epsilon: a path that ends before ``max_support`` has
 converged (a smaller epsilon goes on; section 7 tries 2^-4 ... 1).  The bias stays section 4.6's, chosen by

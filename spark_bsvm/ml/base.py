@@ -9,8 +9,8 @@ function's keyword arguments.  Everything else is here, once:
            -> drop the rows of weight 0 (they contribute nothing; MLlib's meaning)
            -> split off the calibration rows; mark the validation rows (``validationIndicatorCol``, or
               ``validationFraction`` drawn by seed), which the tasks hold beside the training rows
-           -> with ``gammaGrid`` / ``regParamGrid``: the core function becomes ``core.grid.fit_grid`` over
-              the settings, all fitted in the same training stage
+           -> with a grid (``gammaGrid`` / ``regParamGrid``, ``etaGrid``): the core function becomes
+              ``core.grid.fit_grid`` over the settings, all fitted in the same training stage
            -> engine.training.train(...): the data's checks, then ``_check_data`` (saved models against the
               data), then the training stage, coordinated by the driver or by one of its tasks
               (``coordinatorMode``), which runs core function(engine, **table-mapped params, kernel, inputs)
@@ -19,6 +19,7 @@ function's keyword arguments.  Everything else is here, once:
 """
 
 import functools
+import itertools
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -31,10 +32,11 @@ from core.grid import fit_grid
 from core.kernels import KernelSpec
 from spark_bsvm.engine.blocks import check_schema, check_validation_column
 from spark_bsvm.engine.training import train
-from spark_bsvm.ml.params import _GridParams, _KernelParams, _ValidationParams, check_params
+from spark_bsvm.ml.params import GRID_PARAMS, _KernelParams, _ValidationParams, check_params
+from spark_bsvm.ml.summary import setting_params
 
 _DRAWN_VALIDATION = "__bsvm_validation"  # the column validationFraction's draw adds
-_VALIDATION_PARAMS = ("validationIndicatorCol", "validationFraction", "gammaGrid", "regParamGrid")  # not core's
+_VALIDATION_PARAMS = ("validationIndicatorCol", "validationFraction", *GRID_PARAMS)  # not core's
 
 
 @dataclass(frozen=True)
@@ -85,19 +87,44 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
                              "and no rows are held out for it: set validationFraction (e.g. 0.2) or "
                              "validationIndicatorCol, or keep selectSupportSize='end'")
         if self._grid_settings() is not None:
-            raise ValueError("gammaGrid / regParamGrid choose their setting by the validation error, and no rows "
-                             "are held out for it: set validationFraction (e.g. 0.2) or validationIndicatorCol")
+            grids = [grid for grid in GRID_PARAMS if self.hasParam(grid)]
+            chooses = "chooses its" if len(grids) == 1 else "choose their"
+            raise ValueError(f"{' / '.join(grids)} {chooses} setting by the validation error, and no rows are held "
+                             "out for it: set validationFraction (e.g. 0.2) or validationIndicatorCol")
 
     def _grid_settings(self):
-        """The core settings of ``gammaGrid`` x ``regParamGrid`` (kernel and regulariser), or None when neither
-        is set."""
-        if not isinstance(self, _GridParams) or (self.getGammaGrid() is None and self.getRegParamGrid() is None):
+        """The core settings of the estimator's grid params (``GRID_PARAMS``; a grid not set tries its param's
+        value alone): one dict of core keyword arguments per combination, the first grid's values outermost
+        (``gammaGrid`` x ``regParamGrid``: kernel and regulariser; ``etaGrid``: eta), or None when no grid is
+        set."""
+        grids = {grid: param for grid, param in GRID_PARAMS.items() if self.hasParam(grid)}
+        tried = {grid: self.getOrDefault(grid) for grid in grids if self.isDefined(grid)}
+        if all(values is None for values in tried.values()):
             return None
-        gammas = self.getGammaGrid() or [self.getGamma()]
-        reg_params = self.getRegParamGrid() or [self.getOrDefault("regParam")]
-        lam = self.core.arguments["regParam"]
-        return [{"kernel": KernelSpec(self.getKernel(), gamma=g, degree=self.getDegree(), coef0=self.getCoef0()),
-                 lam: r} for g in gammas for r in reg_params]
+        values = [tried.get(grid) or [self.getOrDefault(param)] for grid, param in grids.items()]
+        return [self._core_setting(dict(zip(grids.values(), point))) for point in itertools.product(*values)]
+
+    def _core_setting(self, values):
+        """{param: value} (of ``GRID_PARAMS``' params) as the core function's keyword arguments: ``gamma`` in the
+        kernel, the others by ``core.arguments``."""
+        setting = {}
+        for param, value in values.items():
+            if param == "gamma":
+                setting["kernel"] = KernelSpec(self.getKernel(), gamma=value, degree=self.getDegree(),
+                                               coef0=self.getCoef0())
+            else:
+                setting[self.core.arguments[param]] = value
+        return setting
+
+    @staticmethod
+    def _chosen_setting(expansion):
+        """The params of the setting a grid fit chose, by their names (gamma: the trained kernel's number, where
+        the grid tried ``gamma="scale"``)."""
+        grid = expansion.metadata["grid"]
+        chosen = setting_params(grid["settings"][grid["chosen"]]["setting"])
+        if "gamma" in chosen:
+            chosen["gamma"] = expansion.kernel.gamma
+        return chosen
 
     def _validation_col(self, dataset):
         """(dataset, the column marking its validation rows or None): ``validationFraction`` adds the column."""
@@ -154,8 +181,7 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         function, arguments = self.core.function, dict(self.core_arguments(), **inputs)
         settings = self._grid_settings()
         if settings is not None:  # every setting in this one training stage
-            lam = self.core.arguments["regParam"]
-            arguments = dict({k: v for k, v in arguments.items() if k not in ("kernel", lam)}, function=function,
+            arguments = dict({k: v for k, v in arguments.items() if k not in settings[0]}, function=function,
                              settings=settings)
             function = fit_grid
         expansion = train(dataset, function, arguments,
@@ -166,17 +192,15 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         # the summary names params as the user set them; core's own names stay beside them
         expansion.metadata["coreParams"] = expansion.metadata.get("params", {})
         expansion.metadata["params"] = self._spark_values()
-        if settings is not None:  # the chosen setting's values
-            expansion.metadata["params"].update(gamma=expansion.kernel.gamma,
-                                                regParam=expansion.metadata["coreParams"]["lam"])
+        chosen = self._chosen_setting(expansion) if settings is not None else {}
+        expansion.metadata["params"].update(chosen)
         model = self.model_class(expansion)
         model._resetUid(self.uid)  # as MLlib's models and xgboost.spark's
         self._copyValues(model)
         if isinstance(model, _KernelParams):
             trained = expansion.kernel
             model._set(kernel=trained.name, gamma=trained.gamma, degree=trained.degree, coef0=trained.coef0)
-        if settings is not None:
-            model._set(regParam=expansion.metadata["params"]["regParam"])
+        model._set(**chosen)
         if holdout is not None:
             model.calibrate(holdout)
         model._set_training_summary(training)

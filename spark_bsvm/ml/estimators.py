@@ -130,7 +130,11 @@ class SlantSparsifier(_BSVMEstimator, _SlantParams, _SlantSetters):
 
     Defaults and the paper: eta = epsilon = 1/2 are the values of its analysis; its experiments pick
     eta from 4^-4 ... 4^2 (and, aggressive, epsilon from 2^-4 ... 1) on a validation set per support
-    size.  The kernel is the reference's.
+    size.  ``etaGrid`` does that inside one fit: with validation rows, one path per step size in the same
+    training stage, and the model is the path whose kept size (``selectSupportSize``; with ``maxSupport``
+    and "end", that size) has the smallest validation error; ``getEta()`` of the model reports its step size
+    and ``model.summary.validationGrid`` every path's.  At small support sizes that choice matters (see
+    "Small support sets" in ``core.slant``).  The kernel is the reference's.
 
     >>> CSVC(C=10.0).fit(train_df).write().save("/models/csvc")          # doctest: +SKIP
     >>> sparse = SlantSparsifier(referenceModelPath="/models/csvc", aggressive=True,
@@ -147,7 +151,7 @@ class SlantSparsifier(_BSVMEstimator, _SlantParams, _SlantSetters):
                  predictionCol="prediction", rawPredictionCol="rawPrediction", probabilityCol="probability",
                  threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0, numPartitions=None,
                  coordinatorMode="auto", validationIndicatorCol=None, validationFraction=0.0, selectSupportSize="end",
-                 selectTolerance=0.0):
+                 selectTolerance=0.0, etaGrid=None):
         super().__init__()
         self._set(**self._input_kwargs)
 

@@ -282,6 +282,9 @@ class _ValidationSetters:
         return self._set(selectTolerance=value)
 
 
+GRID_PARAMS = {"gammaGrid": "gamma", "regParamGrid": "regParam", "etaGrid": "eta"}  # each grid: the param it tries
+
+
 class _GridParams(Params):
     """A grid of (gamma, regParam) settings fitted one after another in the same training stage."""
 
@@ -491,9 +494,13 @@ class _SlantParams(_BSVMParams, _ValidationParams):
     maxIter = Param(Params._dummy(), "maxIter", "most subgradient steps (integer >= 1)", TypeConverters.toInt)
     candidatesPerClass = Param(Params._dummy(), "candidatesPerClass", "most violating examples each partition "
                                "reports per class and round (integer >= 1)", TypeConverters.toInt)
+    etaGrid = Param(Params._dummy(), "etaGrid", "step sizes to try (each > 0) in one fit, one slant path each; "
+                    "the model is the path of the smallest validation error at the size selectSupportSize keeps "
+                    "(needs validation rows), and eta reports its step size; unset: eta alone",
+                    TypeConverters.toListFloat)
 
     RULES = {"eta": positive, "epsilon": in_range(0.0, math.inf, closed_high=False), "maxSupport": at_least(1),
-             "maxIter": at_least(1), "candidatesPerClass": at_least(1)}
+             "maxIter": at_least(1), "candidatesPerClass": at_least(1), "etaGrid": positive_list}
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -520,6 +527,10 @@ class _SlantParams(_BSVMParams, _ValidationParams):
     def getCandidatesPerClass(self):
         return self.getOrDefault(self.candidatesPerClass)
 
+    def getEtaGrid(self):
+        """The set step sizes, or None."""
+        return self.getOrDefault(self.etaGrid) if self.isDefined(self.etaGrid) else None
+
 
 class _SlantSetters(_CommonSetters, _ValidationSetters):
     def setReferenceModelPath(self, value):
@@ -542,6 +553,9 @@ class _SlantSetters(_CommonSetters, _ValidationSetters):
 
     def setCandidatesPerClass(self, value):
         return self._set(candidatesPerClass=value)
+
+    def setEtaGrid(self, value):
+        return self._set(etaGrid=value)
 
 
 # ---- the elastic budget SVM ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from core.support_path import path_mistakes, recorded_path
 from spark_bsvm.engine.blocks import check_schema, features_as_array
 
 _POSITIVE = "__bsvm_is_positive"  # 1.0 where the label is classes[1], else 0.0
+_PARAM_NAMES = {"lam": "regParam"}  # the core arguments a grid varies whose params are named otherwise
 
 
 class BSVMSummary:
@@ -132,10 +133,10 @@ class BSVMTrainingSummary(BSVMSummary):
 
     @property
     def validationGrid(self):
-        """One row per setting of a ``gammaGrid`` / ``regParamGrid`` fit, in the order fitted: its ``gamma``,
-        ``regParam``, validation path (``sizes``, ``error``), the size it kept (``keptSize``) with that size's
-        error (``keptError``), its ``seconds`` and whether it is the model's (``chosen``); empty without a
-        grid."""
+        """One row per setting of a grid fit, in the order fitted: the values it tries (``gamma`` and
+        ``regParam`` of ``gammaGrid`` / ``regParamGrid``, ``eta`` of ``etaGrid``), its validation path
+        (``sizes``, ``error``), the size it kept (``keptSize``) with that size's error (``keptError``), its
+        ``seconds`` and whether it is the model's (``chosen``); empty without a grid."""
         return grid_table(self._model.expansion.metadata)
 
 
@@ -152,7 +153,18 @@ def grid_table(metadata):
     grid = metadata.get("grid")
     if not grid:
         return []
-    return [{"gamma": row["setting"]["kernel"]["gamma"], "regParam": row["setting"]["lam"],
-             "sizes": row["sizes"], "error": row["error"], "keptSize": row["kept_size"],
-             "keptError": row["kept_error"], "seconds": row["seconds"], "chosen": k == grid["chosen"]}
+    return [dict(setting_params(row["setting"]), sizes=row["sizes"], error=row["error"], keptSize=row["kept_size"],
+                 keptError=row["kept_error"], seconds=row["seconds"], chosen=k == grid["chosen"])
             for k, row in enumerate(grid["settings"])]
+
+
+def setting_params(setting):
+    """The values a grid's ``setting`` (core keyword arguments, as ``core.grid`` records them) varies, by the
+    names of the estimators' params: the kernel's ``gamma``, ``regParam`` (lam), ``eta``."""
+    params = {}
+    for name, value in setting.items():
+        if name == "kernel":
+            params["gamma"] = value["gamma"]
+        else:
+            params[_PARAM_NAMES.get(name, name)] = value
+    return params

@@ -7,10 +7,13 @@ from core.ebsvm import fit_ebsvm
 from core.engine import LocalEngine
 from core.grid import fit_grid
 from core.kernels import KernelSpec
+from core.slant import fit_slant
 from core.spsvm import fit_spsvm
+from core.svc import fit_csvc
 from core.synthetic import make_rings
 
 SETTINGS = [{"lam": lam, "kernel": KernelSpec("rbf", gamma=gamma)} for gamma in (0.1, 2.0) for lam in (0.01, 1.0)]
+ETAS = [{"eta": eta} for eta in (0.25, 1.0, 2.0)]  # the slant sparsifier's step sizes
 
 
 @pytest.fixture(scope="module")
@@ -19,24 +22,38 @@ def data():
     return X, y, np.random.default_rng(4).random(len(y)) < 0.25
 
 
-@pytest.mark.parametrize("function, arguments", [(fit_spsvm, dict(max_basis=12, kappa=4, seed=2)),
-                                                 (fit_ebsvm, dict(budget=15, epochs=2, checkpoints=3, seed=1))])
-def test_a_grid_fit_equals_separate_fits_and_returns_the_best(data, function, arguments):
+@pytest.fixture(scope="module")
+def reference(data):
+    """A C-SVC on the training rows, for the slant sparsifier to sparsify."""
     X, y, held = data
-    grid = fit_grid(LocalEngine(X, y, n_partitions=2, validation=held), function=function, settings=SETTINGS,
+    return fit_csvc(LocalEngine(X[~held], y[~held]), C=3.0, kernel=KernelSpec("rbf", gamma=0.5))
+
+
+@pytest.mark.parametrize("function, arguments, settings", [
+    (fit_spsvm, dict(max_basis=12, kappa=4, seed=2), SETTINGS),
+    (fit_ebsvm, dict(budget=15, epochs=2, checkpoints=3, seed=1), SETTINGS),
+    (fit_slant, dict(max_support=15, max_steps=5000, candidates_per_class=4), ETAS),  # eta = 2: no step bound
+], ids=["spsvm", "ebsvm", "slant"])
+def test_a_grid_fit_equals_separate_fits_and_returns_the_best(data, reference, function, arguments, settings):
+    X, y, held = data
+    if function is fit_slant:
+        arguments = dict(arguments, reference=reference)
+    grid = fit_grid(LocalEngine(X, y, n_partitions=2, validation=held), function=function, settings=settings,
                     select="best", **arguments)
     table = grid.metadata["grid"]
     separate = [function(LocalEngine(X, y, n_partitions=2, validation=held), select="best", **arguments, **s)
-                for s in SETTINGS]
+                for s in settings]
     for row, model in zip(table["settings"], separate):
         assert row["error"] == model.metadata["validation"]["error"]
         assert row["kept_size"] == model.metadata["validation"]["kept_size"]
     errors = [m.metadata["validation"]["kept_error"] for m in separate]
+    assert len(set(errors)) > 1  # the settings differ: choosing means something
     assert table["chosen"] == int(np.argmin(errors))
     chosen = separate[table["chosen"]]
     np.testing.assert_array_equal(grid.coef, chosen.coef)
     np.testing.assert_array_equal(grid.support_vectors, chosen.support_vectors)
-    assert table["settings"][table["chosen"]]["setting"]["kernel"] == chosen.kernel.to_dict()
+    assert table["settings"][table["chosen"]]["setting"] == {
+        name: value.to_dict() if name == "kernel" else value for name, value in settings[table["chosen"]].items()}
 
 
 def test_a_grid_needs_validation_rows_and_settings(data):

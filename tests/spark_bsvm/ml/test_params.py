@@ -10,7 +10,8 @@ from tests.conftest import rings_frame
 ESTIMATORS = [CSVC, BudgetSVM, SlantSparsifier, ElasticBudgetSVM, SpSVM, L0SVM]
 CHOICES = {"kernel": "linear", "norm": "l2", "margin": "identity", "initialSet": "all", "basisSelection": "method1",
            "retrain": "always", "numPartitions": 3, "maxSupport": 40, "thresholds": [0.4, 0.6], "gamma": 0.5,
-           "checkpoints": 4, "selectSupportSize": "best", "gammaGrid": [0.5, 2.0], "regParamGrid": [0.1]}
+           "checkpoints": 4, "selectSupportSize": "best", "gammaGrid": [0.5, 2.0], "regParamGrid": [0.1],
+           "etaGrid": [0.25, 1.0]}
 
 
 def _sample(estimator, param):
@@ -113,6 +114,14 @@ BAD = [
     (SpSVM(gammaGrid=[0.0]), "gammaGrid must hold positive finite numbers only, got 0.0"),
     (SpSVM(regParamGrid=[]), r"regParamGrid must hold at least one value \(unset it for none\), got \[\]"),
     (ElasticBudgetSVM(checkpoints=0), "checkpoints must be an integer >= 1, got 0"),
+    (SlantSparsifier(referenceModelPath="/x", etaGrid=[0.5, -1.0], validationFraction=0.2),
+     "etaGrid must hold positive finite numbers only, got -1.0"),
+    (SlantSparsifier(referenceModelPath="/x", etaGrid=[0.5, float("inf")], validationFraction=0.2),
+     "etaGrid must hold positive finite numbers only, got inf"),
+    (SlantSparsifier(referenceModelPath="/x", etaGrid=[]),
+     r"etaGrid must hold at least one value \(unset it for none\)"),
+    (SlantSparsifier(referenceModelPath="/x", etaGrid=[0.25, 1.0]),
+     "etaGrid chooses its setting by the validation error, and no rows are held out for it: set validationFraction"),
 ]
 
 

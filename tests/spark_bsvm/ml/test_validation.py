@@ -1,5 +1,6 @@
 """Validation inside the fit on Spark: the same paths and kept models as LocalEngine, the grid in one stage
-equal to separate fits, in a Pipeline and through save/load, and the errors for bad params."""
+equal to separate fits, in a Pipeline and through save/load, the slant sparsifier's eta grid equal to the local
+one, and the errors for bad params."""
 
 import numpy as np
 import pytest
@@ -7,6 +8,7 @@ from pyspark.ml import Pipeline, PipelineModel
 
 from core.ebsvm import fit_ebsvm
 from core.engine import LocalEngine
+from core.grid import fit_grid
 from core.kernels import KernelSpec
 from core.slant import fit_slant
 from core.spsvm import fit_spsvm, truncate
@@ -32,6 +34,16 @@ def data(spark):
     return X, labels, held, df
 
 
+@pytest.fixture(scope="module")
+def reference(data, tmp_path_factory):
+    """A C-SVC on the training rows and the path it is saved at, for the slant sparsifier."""
+    X, labels, held, _ = data
+    reference = fit_csvc(LocalEngine(X[~held], labels[~held]), C=3.0, kernel=KERNEL)
+    path = str(tmp_path_factory.mktemp("validation") / "reference")
+    BSVMModel(reference).write().save(path)
+    return reference, path
+
+
 def _local(X, labels, held):
     return LocalEngine(X, labels, n_partitions=2, validation=held)
 
@@ -53,11 +65,10 @@ def test_spsvm_on_spark_records_and_keeps_what_local_does(data, mode):
     np.testing.assert_allclose(record["error"], afterwards, rtol=0, atol=1e-12)
 
 
-def test_slant_and_ebsvm_on_spark_record_what_local_does(data, tmp_path):
+def test_slant_and_ebsvm_on_spark_record_what_local_does(data, reference):
     X, labels, held, df = data
-    reference = fit_csvc(LocalEngine(X[~held], labels[~held]), C=3.0, kernel=KERNEL)
-    BSVMModel(reference).write().save(str(tmp_path / "reference"))
-    slant = SlantSparsifier(referenceModelPath=str(tmp_path / "reference"), candidatesPerClass=4, numPartitions=2,
+    reference, path = reference
+    slant = SlantSparsifier(referenceModelPath=path, candidatesPerClass=4, numPartitions=2,
                             validationIndicatorCol="held", selectSupportSize="withinTolerance",
                             selectTolerance=0.01).fit(df)
     local = fit_slant(_local(X, labels, held), reference, candidates_per_class=4, select="withinTolerance",
@@ -93,6 +104,31 @@ def test_a_grid_is_one_fit_equal_to_separate_fits_and_works_in_a_pipeline(data, 
     loaded = PipelineModel.load(str(tmp_path / "pipeline")).stages[-1]
     assert loaded.trainingSummary["grid"] == model.trainingSummary["grid"]
     assert (loaded.getGamma(), loaded.getRegParam()) == (model.getGamma(), model.getRegParam())
+
+
+@pytest.mark.parametrize("mode", ["driver", "executor"])
+def test_an_eta_grid_on_spark_is_the_local_grid_and_the_model_has_its_eta(data, reference, tmp_path, mode):
+    X, labels, held, df = data
+    reference, path = reference
+    etas = [0.25, 1.0, 2.0]
+    model = SlantSparsifier(referenceModelPath=path, candidatesPerClass=4, maxSupport=15, numPartitions=2,
+                            coordinatorMode=mode, validationIndicatorCol="held", etaGrid=etas).fit(df)
+    local = fit_grid(_local(X, labels, held), function=fit_slant, settings=[{"eta": eta} for eta in etas],
+                     reference=reference, candidates_per_class=4, max_support=15, max_steps=100000, select="end")
+    table, expected = model.summary.validationGrid, local.metadata["grid"]
+    assert [row["eta"] for row in table] == etas and not {"gamma", "regParam"} & set(table[0])
+    for row, alone in zip(table, expected["settings"]):
+        assert (row["sizes"], row["keptSize"]) == (alone["sizes"], alone["kept_size"])
+        np.testing.assert_allclose(row["error"], alone["error"], rtol=0, atol=1e-12)
+    assert [row["chosen"] for row in table] == [k == expected["chosen"] for k in range(3)]
+    chosen = etas[expected["chosen"]]
+    assert len({row["keptError"] for row in table}) > 1  # the step sizes differ: choosing means something
+    np.testing.assert_allclose(model.expansion.coef, local.coef, rtol=0, atol=1e-12)
+    assert model.getEta() == model.trainingSummary["params"]["eta"] == model.expansion.metadata["eta"] == chosen
+    model.write().save(str(tmp_path / "model"))
+    loaded = BSVMModel.load(str(tmp_path / "model"))
+    assert (loaded.getEta(), loaded.getEtaGrid()) == (chosen, etas)
+    assert loaded.trainingSummary["grid"] == model.trainingSummary["grid"]
 
 
 def test_a_validation_fraction_holds_out_about_that_share(data):
