@@ -7,6 +7,7 @@ from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.partition.common import top_k
 from core.spsvm import fit_spsvm
+from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
 
 KERNEL = KernelSpec("rbf", gamma=0.5)
@@ -37,15 +38,29 @@ def _assert_same_model(a, b, X_test):
     np.testing.assert_array_equal(a.predict(X_test), b.predict(X_test))
 
 
-def test_spsvm_is_the_same_for_shuffled_and_repartitioned_rows(rings):
+def _assert_order_free(fit, rings):
+    """``fit`` gives the same model on 1 and 2 partitions of the rows, and on 1 and 3 of them shuffled."""
     X, y, perm, X_test = rings
-
-    def fit(engine):
-        return fit_spsvm(engine, max_basis=30, lam=1e-3, kernel=KERNEL, kappa=8, seed=3)
-
     reference = fit(LocalEngine(X, y))
     _assert_same_model(reference, fit(LocalEngine(X, y, n_partitions=2)), X_test)
+    _assert_same_model(reference, fit(LocalEngine(X[perm], y[perm])), X_test)
     _assert_same_model(reference, fit(LocalEngine(X[perm], y[perm], n_partitions=3)), X_test)
+
+
+def test_spsvm_is_the_same_for_shuffled_and_repartitioned_rows(rings):
+    _assert_order_free(lambda engine: fit_spsvm(engine, max_basis=30, lam=1e-3, kernel=KERNEL, kappa=8, seed=3),
+                       rings)
+
+
+@pytest.mark.parametrize("fit", [
+    # small working sets and a tight tol: many rounds, in which a partition's top violators overlap the last
+    # working set differently for each partitioning
+    lambda engine: fit_csvc(engine, C=3.0, kernel=KERNEL, tol=1e-6, working_set_size=16),
+    lambda engine: fit_budget_svm(engine, budget=10, C=1.0, norm="l1", kernel=KERNEL, tol=1e-6, working_set_size=16),
+    lambda engine: fit_budget_svm(engine, budget=10, C=1.0, norm="l2", kernel=KERNEL, working_set_size=64),
+], ids=["csvc", "budget_l1", "budget_l2"])
+def test_the_dual_methods_are_the_same_for_shuffled_and_repartitioned_rows(fit, rings):
+    _assert_order_free(fit, rings)
 
 
 def test_violator_selection_breaks_exact_ties_by_content():
