@@ -6,6 +6,7 @@ import pytest
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.partition.common import top_k
+from core.slant import fit_slant
 from core.spsvm import fit_spsvm
 from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
@@ -61,6 +62,13 @@ def test_spsvm_is_the_same_for_shuffled_and_repartitioned_rows(rings):
 ], ids=["csvc", "budget_l1", "budget_l2"])
 def test_the_dual_methods_are_the_same_for_shuffled_and_repartitioned_rows(fit, rings):
     _assert_order_free(fit, rings)
+
+
+@pytest.mark.parametrize("aggressive", [False, True])
+def test_the_slant_sparsifier_is_the_same_for_shuffled_and_repartitioned_rows(aggressive, rings):
+    X, y = rings[:2]
+    reference = fit_csvc(LocalEngine(X, y), C=3.0, kernel=KERNEL)  # its margins tie: min(1, y g(x)) caps them
+    _assert_order_free(lambda engine: fit_slant(engine, reference, max_support=30, aggressive=aggressive), rings)
 
 
 def test_violator_selection_breaks_exact_ties_by_content():
