@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from core.ebsvm import fit_ebsvm
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.partition.common import top_k
@@ -69,6 +70,12 @@ def test_the_slant_sparsifier_is_the_same_for_shuffled_and_repartitioned_rows(ag
     X, y = rings[:2]
     reference = fit_csvc(LocalEngine(X, y), C=3.0, kernel=KERNEL)  # its margins tie: min(1, y g(x)) caps them
     _assert_order_free(lambda engine: fit_slant(engine, reference, max_support=30, aggressive=aggressive), rings)
+
+
+def test_the_elastic_budget_svm_is_the_same_for_shuffled_and_repartitioned_rows(rings):
+    # batches of 50 rows: rounds whose rows come from every partition in turn
+    _assert_order_free(lambda engine: fit_ebsvm(engine, budget=20, lam=1e-3, kernel=KERNEL, epochs=2, batch_size=50,
+                                                seed=3), rings)
 
 
 def test_violator_selection_breaks_exact_ties_by_content():
