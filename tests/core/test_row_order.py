@@ -6,6 +6,7 @@ import pytest
 from core.ebsvm import fit_ebsvm
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
+from core.l0svm import fit_l0svm
 from core.partition.common import top_k
 from core.slant import fit_slant
 from core.spsvm import fit_spsvm
@@ -76,6 +77,17 @@ def test_the_elastic_budget_svm_is_the_same_for_shuffled_and_repartitioned_rows(
     # batches of 50 rows: rounds whose rows come from every partition in turn
     _assert_order_free(lambda engine: fit_ebsvm(engine, budget=20, lam=1e-3, kernel=KERNEL, epochs=2, batch_size=50,
                                                 seed=3), rings)
+
+
+def test_the_l0_svm_is_the_same_for_shuffled_rows(rings):
+    """Shuffled rows only: its inner solves run on the feature map phi(x) = K(x, X_A) P, |A| = 100 values per
+    row, whose BLAS dot products differ in the last bits with a row's place in its partition's blocks."""
+    X, y, perm, X_test = rings
+
+    def fit(engine):
+        return fit_l0svm(engine, C_xi=1.0, C_alpha=0.2, kernel=KERNEL, m0=100, seed=3)
+
+    _assert_same_model(fit(LocalEngine(X, y)), fit(LocalEngine(X[perm], y[perm])), X_test)
 
 
 def test_violator_selection_breaks_exact_ties_by_content():
