@@ -12,6 +12,7 @@ from core.slant import fit_slant
 from core.spsvm import fit_spsvm
 from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
+from tests.conftest import assert_same_model_by_rows
 
 KERNEL = KernelSpec("rbf", gamma=0.5)
 
@@ -25,29 +26,13 @@ def rings():
     return X, y, perm, make_rings(300, 4, seed=2)[0]
 
 
-def _by_row(model):
-    """The model's expansion as {row: summed coefficient}: ids are positions, rows are content."""
-    terms = {}
-    for row, coef in zip(np.asarray(model.support_vectors), model.coef):
-        terms[tuple(row)] = terms.get(tuple(row), 0.0) + coef
-    return terms
-
-
-def _assert_same_model(a, b, X_test):
-    terms_a, terms_b = _by_row(a), _by_row(b)
-    assert set(terms_a) == set(terms_b)
-    np.testing.assert_allclose([terms_b[r] for r in terms_a], list(terms_a.values()), rtol=0, atol=1e-9)
-    assert b.bias == pytest.approx(a.bias, abs=1e-9)
-    np.testing.assert_array_equal(a.predict(X_test), b.predict(X_test))
-
-
 def _assert_order_free(fit, rings):
     """``fit`` gives the same model on 1 and 2 partitions of the rows, and on 1 and 3 of them shuffled."""
     X, y, perm, X_test = rings
     reference = fit(LocalEngine(X, y))
-    _assert_same_model(reference, fit(LocalEngine(X, y, n_partitions=2)), X_test)
-    _assert_same_model(reference, fit(LocalEngine(X[perm], y[perm])), X_test)
-    _assert_same_model(reference, fit(LocalEngine(X[perm], y[perm], n_partitions=3)), X_test)
+    assert_same_model_by_rows(reference, fit(LocalEngine(X, y, n_partitions=2)), X_test)
+    assert_same_model_by_rows(reference, fit(LocalEngine(X[perm], y[perm])), X_test)
+    assert_same_model_by_rows(reference, fit(LocalEngine(X[perm], y[perm], n_partitions=3)), X_test)
 
 
 def test_spsvm_is_the_same_for_shuffled_and_repartitioned_rows(rings):
@@ -87,7 +72,7 @@ def test_the_l0_svm_is_the_same_for_shuffled_rows(rings):
     def fit(engine):
         return fit_l0svm(engine, C_xi=1.0, C_alpha=0.2, kernel=KERNEL, m0=100, seed=3)
 
-    _assert_same_model(fit(LocalEngine(X, y)), fit(LocalEngine(X[perm], y[perm])), X_test)
+    assert_same_model_by_rows(fit(LocalEngine(X, y)), fit(LocalEngine(X[perm], y[perm])), X_test)
 
 
 def test_violator_selection_breaks_exact_ties_by_content():
