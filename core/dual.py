@@ -58,9 +58,14 @@ _CAND_KEYS = ("cand_ids", "cand_keys", "cand_rows", "cand_y", "cand_alpha", "can
 
 
 def _merge_candidates(answers):
-    """One candidate table from the partitions' answers (and the carried-over working set), in the order of
-    the examples' content keys (then ids, for identical examples): the working set, its sub-problem's
-    variables and so SMO's tie-breaks follow the examples, not their row order."""
+    """One candidate table from ``answers`` (the carried-over working set first, then the partitions'), in the
+    order of the examples' content keys (then ids, for identical examples): the working set, its
+    sub-problem's variables and so SMO's tie-breaks follow the examples, not their row order.
+
+    An example in several answers keeps its values from the first: a carried-over variable's gradient is
+    always the one SMO left (not, when its partition happens to report it too, the partition's, which
+    differs in the last bits), so which values the driver sees does not depend on which examples the
+    partitioning puts among a partition's top violators."""
     merged = {k: np.concatenate([a[k] for a in answers]) for k in _CAND_KEYS if k != "cand_rows"}
     merged["cand_rows"] = stack_rows([a["cand_rows"] for a in answers])
     _, first = np.unique(merged["cand_ids"], return_index=True)
@@ -172,7 +177,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
             log.warning("dual decomposition stopped after max_rounds=%d with violation %.3g > tol=%.3g; "
                         "raise maxIter or tol", max_rounds, violation, tol)
             break
-        cand = _merge_candidates(answers if carry is None else answers + [carry])
+        cand = _merge_candidates(answers if carry is None else [carry] + answers)
         ws = _select(cand, size, carried_ids)
         ws_rows = cand["cand_rows"][ws]
         y_ws, alpha_old = cand["cand_y"][ws], cand["cand_alpha"][ws]

@@ -40,8 +40,9 @@ Choices the text leaves open, and ours:
   default 1.0 was chosen on a validation split of ijcnn1's training file,
   where 0.05 to 30 all came within half a point of each other).
 - The sampling: epochs of random permutations (each example once per
-  epoch), drawn by the partitions (``core.partition.ebsvm``) and the
-  driver's seeded random interleaving of them.
+  epoch), each the order of seeded hashes of the examples' content
+  (``core.partition.ebsvm``): the same visiting order, hence the same
+  model, for any row order and partitioning of the same examples.
 - The returned coefficients: with ``average_fraction`` = r > 0 the
   average of a_j over the last ceil(r T) of the T steps (suffix averaging,
   as analysed for SGD with step 1/(lambda t) by Rakhlin, Shamir and
@@ -60,8 +61,8 @@ t) with beta_j = sum of y_i w_i K(x_i, s_j) over the steps with m < 1 since
 j joined, so the shrink (1 - eta lambda) of every coefficient is the
 increment of t, O(1); a step costs |S| kernel values, plus an O(|S|) update
 when m < 1.  The running sums for the average are added lazily, when the
-betas change.  The driver holds the support rows dense (|S| x p) and
-nothing else of the data.
+betas change.  The driver holds the support rows dense (|S| x p) and the
+rows served and not yet stepped on (at most ``batch_size`` per partition).
 """
 
 import copy
@@ -182,13 +183,14 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
 
     ``lam``: lambda of eq. 1 (the coefficients' step is 1 / (lambda t));
     ``epochs``: passes over the data, each in a new random order;
-    ``batch_size``: rows fetched from the partitions per round (the steps
-    stay one example at a time); ``eta_theta``: theta's step in eq. 3
-    relative to the coefficients' step (see the module doc);
+    ``batch_size``: rows stepped on per round (the steps stay one example
+    at a time; the driver holds up to this many rows of each partition);
+    ``eta_theta``: theta's step in eq. 3 relative to the coefficients' step
+    (see the module doc);
     ``average_fraction``: return the coefficients averaged over this
     fraction of the steps, the last ones (0: the last iterate; see the
-    module doc); ``seed``: the sampling seed (same seed, same
-    model, on any engine).
+    module doc); ``seed``: the sampling seed (same seed, same model, on
+    any engine, row order and partitioning).
 
     With validation rows on the engine, the fit takes ``checkpoints``
     (default: one per epoch) evenly spaced over its steps, at the end of a
@@ -211,7 +213,6 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
     described = engine.run(ebsvm_describe, {})
     sizes = np.array([a["n"] for a in described], np.int64)
     keys = np.array([a["key"] for a in described], np.int64)
-    rng = np.random.default_rng([seed, 1 << 20])  # the driver's interleaving, apart from the partitions' orders
     total = epochs * int(sizes.sum())
     learner = EBSVMLearner(engine.n_features, budget=budget, lam=lam, kernel=kernel, eta_theta=eta_theta,
                            average_fraction=average_fraction, total_steps=total)
@@ -224,17 +225,8 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
     start = time.perf_counter()
     progress = Progress("elastic budget SVM", epochs * int(sizes.sum()), "steps")
     for epoch in range(epochs):
-        offsets = np.zeros_like(sizes)
-        while offsets.sum() < sizes.sum():
-            remaining = sizes - offsets
-            counts = rng.multivariate_hypergeometric(remaining, min(batch_size, int(remaining.sum())))
-            request = {"seed": seed, "epoch": epoch, "keys": keys, "offsets": offsets, "counts": counts}
-            answers = engine.run(ebsvm_batch, request, rebuild=lambda request=request: request)
-            offsets = offsets + counts
-            rows = stack_rows([a["rows"] for a in answers])
-            order = rng.permutation(rows.shape[0])  # a uniform interleaving of the partitions' rows
-            learner.steps(take_rows(rows, order),
-                          *(np.concatenate([a[k] for a in answers])[order] for k in ("y", "weight", "ids")))
+        for batch in _epoch_batches(engine, seed, epoch, sizes, keys, batch_size):
+            learner.steps(*batch)
             steps, support, theta = learner.progress()[:3]
             if engine.n_validation and marks.size and steps >= marks[0]:
                 taken.append(_checkpoint(engine, learner, meta))
@@ -249,6 +241,35 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
     kept = models[record["kept_index"]]
     kept.metadata["validation"] = record
     return kept
+
+
+def _epoch_batches(engine, seed, epoch, sizes, keys, batch_size):
+    """The (rows, y, weight, ids) of epoch ``epoch`` in batches of ``batch_size`` rows (the last one smaller), in
+    the epoch's order of the whole training set: by the draw keys of ``core.partition.ebsvm``, then by id.
+
+    ``sizes`` and ``keys``: the partitions' rows and keys (``ebsvm_describe``).  Each partition serves its
+    rows in that order; the driver holds the rows served and not yet stepped on, and asks each partition for
+    enough more that it holds ``batch_size`` of the partition's rows (or all the partition has left): then the
+    next ``batch_size`` rows of the merged order are all held, whatever the partitioning.
+    """
+    served = np.zeros_like(sizes)
+    held = None  # the rows served and not yet stepped on: {"rows", "y", "weight", "ids", "order_keys", "part"}
+    left = int(sizes.sum())
+    while left:
+        per_part = np.zeros_like(sizes) if held is None else np.bincount(held["part"], minlength=sizes.size)
+        counts = np.minimum(batch_size - per_part, sizes - served)
+        request = {"seed": seed, "epoch": epoch, "keys": keys, "offsets": served, "counts": counts}
+        answers = engine.run(ebsvm_batch, request, rebuild=lambda request=request: request)
+        served = served + counts
+        parts = [dict(a, part=np.full(len(a["ids"]), k)) for k, a in enumerate(answers)]
+        parts = parts if held is None else [held] + parts
+        merged = {k: np.concatenate([p[k] for p in parts]) for k in ("y", "weight", "ids", "order_keys", "part")}
+        merged["rows"] = stack_rows([p["rows"] for p in parts])
+        order = np.lexsort((merged["ids"], merged["order_keys"]))
+        now, later = order[:min(batch_size, left)], order[min(batch_size, left):]
+        yield take_rows(merged["rows"], now), merged["y"][now], merged["weight"][now], merged["ids"][now]
+        held = {k: take_rows(v, later) if k == "rows" else v[later] for k, v in merged.items()}
+        left -= now.size
 
 
 def _checkpoint(engine, learner, metadata):

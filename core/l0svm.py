@@ -35,7 +35,9 @@ over phi, solved by the shared dual decomposition (``core.dual``) while the
 partitions compute phi of their rows from the broadcast centers X_A and P.
 Its bias is LIBSVM's mean of y_i - phi(x_i).w over free betas, which is eq.
 3.11 since phi(x).w = K(x, X_A) M v = K(x, X_A) a_A.  Between solves one
-round sums v = K_{A,:} diag(y) beta (eq. 3.10) and one moves the
+round brings the support examples' input rows, from which the driver sums
+v = K_{A,:} diag(y) beta (eq. 3.10) in the order of the examples' content
+keys (so that v does not depend on the row order), and one moves the
 partitions to the next map: beta is kept and the gradient rebuilt from
 w = P^T v_A, the warm start of the paper's step 5.
 
@@ -98,7 +100,7 @@ from core.kernels import KernelSpec, kernel_block
 from core.model import KernelExpansion
 from core.progress import Progress
 from core.partition.common import feature_map_request
-from core.partition.l0svm import l0_coefficients, l0_remap, sample_rows
+from core.partition.l0svm import l0_remap, l0_support, sample_rows
 from core.rows import n_rows, stack_rows, take_rows
 from core.support_set import SupportSet
 from core.threads import one_blas_thread
@@ -107,6 +109,7 @@ from core.validation import check_positive
 log = logging.getLogger("spark_bsvm")
 
 MARGINS = ("kernel", "identity")
+_CHUNK = 4096  # support rows per kernel block in _kernel_times_beta
 _LINEAR = KernelSpec("linear")
 
 
@@ -231,10 +234,21 @@ def _projection(a, centers, kernel, C_alpha, margin):
 
 
 def _kernel_times_beta(engine, kernel, centers, support):
-    """v = K_{A,:} diag(y) beta, summed over the partitions (eq. 3.10)."""
+    """v = K_{A,:} diag(y) beta (eq. 3.10), summed on the driver over the support examples in the order of
+    their content keys, then ids (``PartitionData.keys``): the same sum, to the last bit, for any row order
+    and partitioning (the support rows in the feature map are the driver's; their input rows come here)."""
     ids, _, _, beta = support.arrays(0)
-    request = {"kernel": kernel.to_dict(), "centers": centers, "sv_ids": ids, "sv_beta": beta}
-    return sum(ans["v"] for ans in engine.run(l0_coefficients, request, rebuild=lambda: request))
+    request = {"sv_ids": ids, "sv_beta": beta}
+    answers = engine.run(l0_support, request, rebuild=lambda: request)
+    keys, ids, coef = (np.concatenate([a[k] for a in answers]) for k in ("keys", "ids", "coef"))
+    order = np.lexsort((ids, keys))
+    rows = take_rows(stack_rows([a["rows"] for a in answers]), order)
+    coef = coef[order]
+    v = np.zeros(n_rows(centers))
+    for lo in range(0, coef.size, _CHUNK):
+        hi = min(lo + _CHUNK, coef.size)
+        v += coef[lo:hi] @ kernel_block(take_rows(rows, np.arange(lo, hi)), centers, kernel)
+    return v
 
 
 def _remap(engine, feature_map, proj, v, support, C_xi):

@@ -23,8 +23,9 @@ kernel with K >= 0 (rbf, poly of even degree) it can only raise the violations o
 Each round the partitions apply the steps taken since the last round and report the responses of the
 support vectors and, per class, their top-q violators with rows, plus the best violation they did
 not report.  The driver then steps on what it holds for as long as its best example provably beats
-every unreported one (reported bound + accumulated drift, ties broken by the smaller id): the step
-sequence is that of the one-step-at-a-time algorithm, in far fewer rounds.  Steps on support vectors
+every unreported one (reported bound + accumulated drift, exact ties broken by the smaller content key
+of the example, then id, ``PartitionData.keys``): the step sequence is that of the one-step-at-a-time
+algorithm, in far fewer rounds, and the same for any row order and partitioning.  Steps on support vectors
 in the aggressive variant need no proof at all.
 
 The whole path is recorded: ``metadata["steps"]`` lists the id of every step and the support vectors
@@ -317,7 +318,8 @@ class _Held:
     """What the driver sees after a round: all support vectors and the partitions' candidates.
 
     Values are kept as h, c (violation v = h - c) with rows for kernel columns; ``bound[c]`` and
-    ``bound_id[c]`` are the best unreported violation of class slot c and its id.
+    ``bound_rank[c]`` are the best unreported violation of class slot c and its (content key, id), by which
+    exact ties go to the smaller.
     """
 
     def __init__(self, answers, path):
@@ -327,29 +329,35 @@ class _Held:
         sv_ids = joined("sv_ids")
         at = path.position(sv_ids)  # the driver holds the support vectors' labels and rows
         self.ids = np.concatenate([sv_ids, joined("cand_ids")])
+        self.keys = np.concatenate([joined("sv_keys"), joined("cand_keys")])
         self.y = np.concatenate([np.array(path.y, np.float64)[at], joined("cand_y")])
         self.h = np.concatenate([joined("sv_h"), joined("cand_h")])
         self.c = np.concatenate([joined("sv_c"), joined("cand_c")])
         self.is_sv = np.arange(self.ids.size) < sv_ids.size
         self.rows = stack_rows([take_rows(path.rows(), at)] + [a["cand_rows"] for a in answers])
         values = np.stack([a["next_value"] for a in answers])
-        ids = np.stack([a["next_id"] for a in answers])
+        ranks = [[(int(a["next_key"][slot]), int(a["next_id"][slot])) for a in answers] for slot in (NEG, POS)]
         self.bound = np.full(2, -np.inf)
-        self.bound_id = np.full(2, -1, np.int64)
+        self.bound_rank = [(2**64, 0)] * 2  # after every (key, id)
         for slot in (NEG, POS):
-            for value, i in zip(values[:, slot], ids[:, slot]):
-                if value > self.bound[slot] or (value == self.bound[slot] and i < self.bound_id[slot]):
-                    self.bound[slot], self.bound_id[slot] = value, i
+            for value, rank in zip(values[:, slot], ranks[slot]):
+                if value > self.bound[slot] or (value == self.bound[slot] and rank < self.bound_rank[slot]):
+                    self.bound[slot], self.bound_rank[slot] = value, rank
         self._columns = {}
 
     def best(self, mask):
-        """Position of the largest violation where ``mask`` holds, ties to the smaller id (None if empty)."""
+        """Position of the largest violation where ``mask`` holds, ties to the smaller (key, id) (None if
+        empty)."""
         idx = np.flatnonzero(mask)
         if idx.size == 0:
             return None
         v = self.h[idx] - self.c[idx]
         top = idx[v == v.max()]
-        return int(top[np.argmin(self.ids[top])])
+        return int(top[np.lexsort((self.ids[top], self.keys[top]))[0]])
+
+    def rank(self, k):
+        """(content key, id) of held entry ``k``: the order of exact ties."""
+        return int(self.keys[k]), int(self.ids[k])
 
     def drift_bound(self, drift):
         """Per class slot, the largest violation an unreported example can have after ``drift``."""
@@ -377,7 +385,7 @@ def _step_locally(held, path, kernel, eta, epsilon, kmax, nonnegative, aggressiv
 
     The stop reason is None when a round is needed to go on.  ``raised[c]`` counts the steps taken
     since the round that can have raised the unreported violations of class slot c, each by at most
-    eta Kmax; with none, the reported (value, id) is exact and ties go to the smaller id.
+    eta Kmax; with none, the reported (value, key, id) is exact and ties go to the smaller (key, id).
     """
     pending = []
     raised = np.zeros(2)
@@ -395,7 +403,7 @@ def _step_locally(held, path, kernel, eta, epsilon, kmax, nonnegative, aggressiv
                     return "objective", pending
                 return None, pending
             for slot in (NEG, POS):
-                exact_tie_won = raised[slot] == 0 and value == bound[slot] and held.ids[k] < held.bound_id[slot]
+                exact_tie_won = raised[slot] == 0 and value == bound[slot] and held.rank(k) < held.bound_rank[slot]
                 if not (value > bound[slot] or exact_tie_won):
                     return None, pending
             if not held.is_sv[k] and len(path.ids) == max_support:

@@ -135,6 +135,25 @@ def rings_frame(spark, n, seed):
     return X, labels, to_df(spark, X, labels)
 
 
+def _by_row(model):
+    """A model's expansion as {row: summed coefficient}: ids are positions, rows are content."""
+    rows = model.support_vectors
+    terms = {}
+    for row, coef in zip(rows.toarray() if hasattr(rows, "toarray") else np.asarray(rows), model.coef):
+        terms[tuple(row)] = terms.get(tuple(row), 0.0) + coef
+    return terms
+
+
+def assert_same_model_by_rows(a, b, X_test, atol=1e-9):
+    """Two models with the same expansion term by term (rows, not ids, name the terms: the same examples in
+    another order have other ids), the same bias and the same predictions on ``X_test``."""
+    terms_a, terms_b = _by_row(a), _by_row(b)
+    assert set(terms_a) == set(terms_b)
+    np.testing.assert_allclose([terms_b[r] for r in terms_a], list(terms_a.values()), rtol=0, atol=atol)
+    assert b.bias == pytest.approx(a.bias, abs=atol)
+    np.testing.assert_array_equal(a.predict(X_test), b.predict(X_test))
+
+
 @contextlib.contextmanager
 def working_directory(spark, path):
     """Run in ``path`` as a job started there would: Python's working directory and the one Spark resolves

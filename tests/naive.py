@@ -55,11 +55,12 @@ def naive_dual_objective(K, y, alpha):
     return 0.5 * c @ K @ c - alpha.sum()
 
 
-def naive_slant_steps(X, y, reference, eta, epsilon, aggressive=False, max_support=None, max_steps=10**9):
+def naive_slant_steps(X, y, keys, reference, eta, epsilon, aggressive=False, max_support=None, max_steps=10**9):
     """The slant-loss sparsifier one step at a time over all n examples (Cotter et al., sections 4.2, 4.6, 6.1).
 
     y in {-1, +1}; ``reference`` a KernelExpansion with bias b.  Returns (row index of every step, stop
-    reason).  Ties go to the smaller row index.
+    reason).  Ties go to the smaller of ``keys`` (the examples' content keys, ``PartitionData.keys``), then the
+    smaller row index.
     """
     K = naive_kernel(X, X, reference.kernel)
     b = reference.bias
@@ -74,7 +75,8 @@ def naive_slant_steps(X, y, reference, eta, epsilon, aggressive=False, max_suppo
         if not mask.any():
             return None
         v = np.where(mask, h - c, -np.inf)
-        return int(np.flatnonzero(v == v.max())[0])
+        top = np.flatnonzero(v == v.max())
+        return int(top[np.lexsort((top, keys[top]))[0]])
 
     while True:
         if len(steps) >= max_steps:

@@ -14,7 +14,7 @@ PARTITION_FUNCTIONS = {fn.__name__: fn for fn in (
     dual.dual_round,
     slant.slant_round,
     ebsvm.ebsvm_describe, ebsvm.ebsvm_batch,
-    l0svm.sample_rows, l0svm.l0_coefficients, l0svm.l0_remap,
+    l0svm.sample_rows, l0svm.l0_support, l0svm.l0_remap,
     spsvm.spsvm_start, spsvm.spsvm_add_basis, spsvm.spsvm_restore, spsvm.spsvm_score, spsvm.spsvm_line,
     spsvm.spsvm_gradient,
     predictions.count_positive,

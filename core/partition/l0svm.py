@@ -8,12 +8,9 @@ gets the same request again.
 
 import numpy as np
 
-from core.kernels import KernelSpec, kernel_block
 from core.partition.common import feature_mapped, locate
 from core.rows import take_rows
 from core.sampling import row_keys
-
-_CHUNK = 4096  # support rows per kernel block in l0_coefficients
 
 
 def sample_rows(data, state, request):
@@ -34,22 +31,16 @@ def _betas(data, request):
     return beta
 
 
-def l0_coefficients(data, state, request):
-    """This partition's part of v = K_{A,:} diag(y) beta, the product in eq. 3.10 (a_A = M v).
+def l0_support(data, state, request):
+    """This partition's support examples, for the driver's v = K_{A,:} diag(y) beta of eq. 3.10 (a_A = M v).
 
-    Request: ``kernel``, ``centers`` (the rows X_A), ``sv_ids`` and
-    ``sv_beta`` (the non-zero betas).  Answer: ``v``, one value per center.
+    Request: ``sv_ids`` and ``sv_beta`` (the non-zero betas).  Answer: the rows of this partition's support
+    examples (``rows``, in the input space, not the feature map), their ``ids``, content ``keys``
+    (``PartitionData.keys``) and ``coef`` = y_i beta_i.
     """
     local, which = locate(data, request["sv_ids"])
-    coef = request["sv_beta"][which] * data.y[local]
-    spec = KernelSpec.from_dict(request["kernel"])
-    centers = request["centers"]
-    v = np.zeros(centers.shape[0])
-    for lo in range(0, local.size, _CHUNK):
-        rows = local[lo:lo + _CHUNK]
-        K = kernel_block(centers, take_rows(data.rows, rows), spec, z_sq_norms=data.sq_norms[rows])
-        v += K @ coef[lo:lo + _CHUNK]
-    return state, {"v": v}
+    return state, {"rows": take_rows(data.rows, local), "ids": data.ids[local], "keys": data.keys[local],
+                   "coef": request["sv_beta"][which] * data.y[local]}
 
 
 def l0_remap(data, state, request):

@@ -15,9 +15,10 @@ and c~_i += eta y_k y_i K(x_i, x_k) for every i (``add_steps``).
 Each round a partition applies the steps the driver took since the last
 round, then reports the responses of its support examples (the driver holds
 their rows) and, per class, its ``n_select`` most violating eligible
-non-support examples with their rows, ranked by (v desc, id asc), and the
-(v, id) of the best one it did not report: the driver's bound on everything
-it does not see.
+non-support examples with their rows, ranked by (v desc, content key asc, id
+asc: exact ties go by the example, not its row position, see
+``PartitionData.keys``), and the (v, key, id) of the best one it did not
+report: the driver's bound on everything it does not see.
 
 Validation rows (``data.validation``, never stepped on) keep the sparse model's
 decision values f~(x) = <w~, phi(x)> + b; each round answers with their error
@@ -47,21 +48,21 @@ def add_steps(responses, y, K, cols, step_y, eta):
     return responses
 
 
-def ranked(values, ids, mask, k):
-    """The k best entries of ``mask`` by (value desc, id asc) and the (value, id) of the next one.
+def ranked(values, keys, ids, mask, k):
+    """The k best entries of ``mask`` by (value desc, key asc, id asc) and the (value, key, id) of the next one.
 
-    Returns ``(chosen, next_value, next_id)``; ``next_value`` is -inf and
-    ``next_id`` -1 when nothing is left over.
+    Returns ``(chosen, next_value, next_key, next_id)``; ``next_value`` is -inf,
+    ``next_key`` 0 and ``next_id`` -1 when nothing is left over.
     """
     idx = np.flatnonzero(mask)
     if idx.size > k + 1:
         # every entry ranked in the first k + 1 has a value >= the (k+1)-th largest value
         threshold = np.partition(values[idx], idx.size - k - 1)[idx.size - k - 1]
         idx = idx[values[idx] >= threshold]
-    idx = idx[np.lexsort((ids[idx], -values[idx]))]
+    idx = idx[np.lexsort((ids[idx], keys[idx], -values[idx]))]
     if idx.size > k:
-        return idx[:k], float(values[idx[k]]), int(ids[idx[k]])
-    return idx, -np.inf, -1
+        return idx[:k], float(values[idx[k]]), keys[idx[k]], int(ids[idx[k]])
+    return idx, -np.inf, np.uint64(0), -1
 
 
 def kernel_bound(data, spec):
@@ -102,8 +103,8 @@ def slant_round(data, state, request):
     step_rows, step_y`` (each stepped example once) and ``step_order``
     (indices into them, one per step, in order).
 
-    Answer: ``sv_ids, sv_h, sv_c`` for the support examples held here;
-    ``cand_ids, cand_rows, cand_y, cand_h, cand_c``; ``next_value`` and
+    Answer: ``sv_ids, sv_keys, sv_h, sv_c`` for the support examples held here;
+    ``cand_ids, cand_keys, cand_rows, cand_y, cand_h, cand_c``; ``next_value``, ``next_key`` and
     ``next_id`` (per class) of the best unreported eligible non-support
     example; on reset also ``kmax`` (``kernel_bound``) and ``n_eligible``.  Validation sums:
     ``val_mistakes`` and ``val_loss`` after each step of the round (arrays) and ``val_weight``.
@@ -130,14 +131,15 @@ def slant_round(data, state, request):
     answer.update(validation_sums_per_step(data, state["val_f"], K_val, order, val_scale))
     violation = h - responses
     chosen = []
-    answer.update(next_value=np.full(2, -np.inf), next_id=np.full(2, -1, np.int64))
+    answer.update(next_value=np.full(2, -np.inf), next_key=np.zeros(2, np.uint64), next_id=np.full(2, -1, np.int64))
     for slot, in_class in ((NEG, data.y < 0), (POS, data.y > 0)):
-        idx, value, next_id = ranked(violation, data.ids, eligible & ~support & in_class, request["n_select"])
+        idx, value, key, next_id = ranked(violation, data.keys, data.ids, eligible & ~support & in_class,
+                                          request["n_select"])
         chosen.append(idx)
-        answer["next_value"][slot], answer["next_id"][slot] = value, next_id
+        answer["next_value"][slot], answer["next_key"][slot], answer["next_id"][slot] = value, key, next_id
     cand = np.concatenate(chosen)
     sv = np.flatnonzero(support)
-    answer.update(sv_ids=data.ids[sv], sv_h=h[sv], sv_c=responses[sv],
-                  cand_ids=data.ids[cand], cand_rows=take_rows(data.rows, cand), cand_y=data.y[cand],
-                  cand_h=h[cand], cand_c=responses[cand])
+    answer.update(sv_ids=data.ids[sv], sv_keys=data.keys[sv], sv_h=h[sv], sv_c=responses[sv],
+                  cand_ids=data.ids[cand], cand_keys=data.keys[cand], cand_rows=take_rows(data.rows, cand),
+                  cand_y=data.y[cand], cand_h=h[cand], cand_c=responses[cand])
     return state, answer

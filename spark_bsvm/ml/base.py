@@ -188,7 +188,8 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
                           features_col=self.getFeaturesCol(), label_col=self.getLabelCol(),
                           weight_col=self._weight_col(), num_partitions=self.getNumPartitions(),
                           mode=self.getCoordinatorMode(), check_data=functools.partial(self._check_data, inputs),
-                          description=f"spark-bsvm {type(self).__name__} fit", validation_col=validation_col)
+                          description=f"spark-bsvm {type(self).__name__} fit", validation_col=validation_col,
+                          stage_restarts=self.getMaxStageRestarts())
         # the summary names params as the user set them; core's own names stay beside them
         expansion.metadata["coreParams"] = expansion.metadata.get("params", {})
         expansion.metadata["params"] = self._spark_values()

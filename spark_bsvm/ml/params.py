@@ -22,6 +22,7 @@ from core.selection import SELECT_RULES
 from core.spsvm import RETRAINS, SELECTIONS
 from core.svc import NORMS
 from core.validation import check_positive
+from spark_bsvm.engine.stage import STAGE_RESTARTS
 from spark_bsvm.engine.training import MODES
 
 
@@ -117,15 +118,20 @@ class _BSVMParams(_ProbabilisticClassifierParams, HasSeed):
                             "training task, which the others connect to; a lost task restarts the fit; for "
                             "Spark Connect clients), or 'auto' (executor under Spark Connect, else driver)",
                             TypeConverters.toString)
+    maxStageRestarts = Param(Params._dummy(), "maxStageRestarts", "how many times a fit starts its training stage "
+                             "again after Spark aborted it (its tasks were lost more often than Spark's stage "
+                             "attempts allow, spark.stage.maxConsecutiveAttempts); with coordinatorMode 'driver' "
+                             "the new stage resumes from the driver's model, with 'executor' the fit starts over; "
+                             "0 = never (integer >= 0)", TypeConverters.toInt)
 
     RULES = {"threshold": finite, "calibrationFraction": in_range(0.0, 0.5, closed_high=False),
              "numPartitions": at_least(1), "seed": at_least(0), "coordinatorMode": one_of(MODES),
-             "thresholds": class_thresholds}
+             "thresholds": class_thresholds, "maxStageRestarts": at_least(0)}
 
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(threshold=0.0, calibrationFraction=0.0, seed=0, rawPredictionCol="rawPrediction",
-                         probabilityCol="probability", coordinatorMode="auto")
+                         probabilityCol="probability", coordinatorMode="auto", maxStageRestarts=STAGE_RESTARTS)
 
     def getThreshold(self):
         return self.getOrDefault(self.threshold)
@@ -139,6 +145,9 @@ class _BSVMParams(_ProbabilisticClassifierParams, HasSeed):
 
     def getCoordinatorMode(self):
         return self.getOrDefault(self.coordinatorMode)
+
+    def getMaxStageRestarts(self):
+        return self.getOrDefault(self.maxStageRestarts)
 
     def _class_thresholds(self):
         """``thresholds`` as a tuple, or None when not set."""
@@ -168,6 +177,9 @@ class _CommonSetters(_ThresholdSetter):
 
     def setCoordinatorMode(self, value):
         return self._set(coordinatorMode=value)
+
+    def setMaxStageRestarts(self, value):
+        return self._set(maxStageRestarts=value)
 
 
 class _WeightParams(HasWeightCol):

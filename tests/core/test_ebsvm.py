@@ -63,7 +63,7 @@ class _RecordingEngine(LocalEngine):
             request = rebuild()
         answers = super().run(function, request, rebuild)
         if function.__name__ == "ebsvm_batch":
-            self.served.append((request["epoch"], np.concatenate([a["ids"] for a in answers])))
+            self.served.append((request["epoch"], [a["ids"] for a in answers]))
         return answers
 
 
@@ -71,10 +71,11 @@ def test_every_epoch_visits_every_example_once_in_a_new_order():
     X, y = make_rings(500, 4, seed=5)
     engine = _RecordingEngine(X, y, n_partitions=3)
     fit_ebsvm(engine, budget=20, lam=0.01, kernel=KERNEL, epochs=3, batch_size=64)
-    epochs = [np.concatenate([ids for e, ids in engine.served if e == epoch]) for epoch in range(3)]
+    epochs = [np.concatenate([np.concatenate(ids) for e, ids in engine.served if e == epoch]) for epoch in range(3)]
     for ids in epochs:
         np.testing.assert_array_equal(np.sort(ids), np.arange(500))
-    assert not np.array_equal(epochs[0], epochs[1]) and all(len(ids) <= 64 for _, ids in engine.served)
+    assert not np.array_equal(epochs[0], epochs[1])
+    assert all(len(part) <= 64 for _, ids in engine.served for part in ids)  # per partition and round
 
 
 def test_same_seed_same_model_even_when_partitions_lose_their_state():

@@ -3,11 +3,16 @@
 import numpy as np
 import pytest
 
+from core.ebsvm import fit_ebsvm
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
+from core.l0svm import fit_l0svm
 from core.partition.common import top_k
+from core.slant import fit_slant
 from core.spsvm import fit_spsvm
+from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
+from tests.conftest import assert_same_model_by_rows
 
 KERNEL = KernelSpec("rbf", gamma=0.5)
 
@@ -21,31 +26,53 @@ def rings():
     return X, y, perm, make_rings(300, 4, seed=2)[0]
 
 
-def _by_row(model):
-    """The model's expansion as {row: summed coefficient}: ids are positions, rows are content."""
-    terms = {}
-    for row, coef in zip(np.asarray(model.support_vectors), model.coef):
-        terms[tuple(row)] = terms.get(tuple(row), 0.0) + coef
-    return terms
-
-
-def _assert_same_model(a, b, X_test):
-    terms_a, terms_b = _by_row(a), _by_row(b)
-    assert set(terms_a) == set(terms_b)
-    np.testing.assert_allclose([terms_b[r] for r in terms_a], list(terms_a.values()), rtol=0, atol=1e-9)
-    assert b.bias == pytest.approx(a.bias, abs=1e-9)
-    np.testing.assert_array_equal(a.predict(X_test), b.predict(X_test))
+def _assert_order_free(fit, rings):
+    """``fit`` gives the same model on 1 and 2 partitions of the rows, and on 1 and 3 of them shuffled."""
+    X, y, perm, X_test = rings
+    reference = fit(LocalEngine(X, y))
+    assert_same_model_by_rows(reference, fit(LocalEngine(X, y, n_partitions=2)), X_test)
+    assert_same_model_by_rows(reference, fit(LocalEngine(X[perm], y[perm])), X_test)
+    assert_same_model_by_rows(reference, fit(LocalEngine(X[perm], y[perm], n_partitions=3)), X_test)
 
 
 def test_spsvm_is_the_same_for_shuffled_and_repartitioned_rows(rings):
+    _assert_order_free(lambda engine: fit_spsvm(engine, max_basis=30, lam=1e-3, kernel=KERNEL, kappa=8, seed=3),
+                       rings)
+
+
+@pytest.mark.parametrize("fit", [
+    # small working sets and a tight tol: many rounds, in which a partition's top violators overlap the last
+    # working set differently for each partitioning
+    lambda engine: fit_csvc(engine, C=3.0, kernel=KERNEL, tol=1e-6, working_set_size=16),
+    lambda engine: fit_budget_svm(engine, budget=10, C=1.0, norm="l1", kernel=KERNEL, tol=1e-6, working_set_size=16),
+    lambda engine: fit_budget_svm(engine, budget=10, C=1.0, norm="l2", kernel=KERNEL, working_set_size=64),
+], ids=["csvc", "budget_l1", "budget_l2"])
+def test_the_dual_methods_are_the_same_for_shuffled_and_repartitioned_rows(fit, rings):
+    _assert_order_free(fit, rings)
+
+
+@pytest.mark.parametrize("aggressive", [False, True])
+def test_the_slant_sparsifier_is_the_same_for_shuffled_and_repartitioned_rows(aggressive, rings):
+    X, y = rings[:2]
+    reference = fit_csvc(LocalEngine(X, y), C=3.0, kernel=KERNEL)  # its margins tie: min(1, y g(x)) caps them
+    _assert_order_free(lambda engine: fit_slant(engine, reference, max_support=30, aggressive=aggressive), rings)
+
+
+def test_the_elastic_budget_svm_is_the_same_for_shuffled_and_repartitioned_rows(rings):
+    # batches of 50 rows: rounds whose rows come from every partition in turn
+    _assert_order_free(lambda engine: fit_ebsvm(engine, budget=20, lam=1e-3, kernel=KERNEL, epochs=2, batch_size=50,
+                                                seed=3), rings)
+
+
+def test_the_l0_svm_is_the_same_for_shuffled_rows(rings):
+    """Shuffled rows only: its inner solves run on the feature map phi(x) = K(x, X_A) P, |A| = 100 values per
+    row, whose BLAS dot products differ in the last bits with a row's place in its partition's blocks."""
     X, y, perm, X_test = rings
 
     def fit(engine):
-        return fit_spsvm(engine, max_basis=30, lam=1e-3, kernel=KERNEL, kappa=8, seed=3)
+        return fit_l0svm(engine, C_xi=1.0, C_alpha=0.2, kernel=KERNEL, m0=100, seed=3)
 
-    reference = fit(LocalEngine(X, y))
-    _assert_same_model(reference, fit(LocalEngine(X, y, n_partitions=2)), X_test)
-    _assert_same_model(reference, fit(LocalEngine(X[perm], y[perm], n_partitions=3)), X_test)
+    assert_same_model_by_rows(fit(LocalEngine(X, y)), fit(LocalEngine(X[perm], y[perm])), X_test)
 
 
 def test_violator_selection_breaks_exact_ties_by_content():

@@ -11,6 +11,7 @@ from core.engine import LocalEngine
 from core.partition.data import PartitionData
 from core.kernels import KernelSpec
 from core.partition.slant import ranked, slant_round
+from core.sampling import example_keys
 from core.slant import fit_slant, slant_model_at, slant_path_coef
 from core.svc import fit_csvc
 from core.synthetic import make_rings
@@ -40,8 +41,8 @@ def test_batched_run_takes_the_steps_of_the_one_step_algorithm(problem, aggressi
         X = sp.csr_matrix(X)
     model = fit_slant(LocalEngine(X, y, n_partitions=parts), reference, eta=eta, epsilon=epsilon,
                       aggressive=aggressive, max_support=max_support, candidates_per_class=q, max_steps=2000)
-    steps, reason = naive_slant_steps(X, y, reference, eta, epsilon, aggressive=aggressive,
-                                      max_support=max_support, max_steps=2000)
+    steps, reason = naive_slant_steps(X, y, example_keys(X, y, np.ones(len(y))), reference, eta, epsilon,
+                                      aggressive=aggressive, max_support=max_support, max_steps=2000)
     assert model.metadata["steps"] == steps  # LocalEngine ids are row positions
     assert model.metadata["stopped"] == reason
     assert model.metadata["rounds"] <= len(steps) + 1  # at least one step per round, and a last one for f
@@ -121,16 +122,17 @@ def test_a_path_cut_long_before_convergence_warns_that_its_model_is_one_sided(ca
         model = fit_slant(LocalEngine(X, y, n_partitions=2), small, max_support=20)
     assert model.metadata["stopped"] == "objective" and model.metadata["converged"] and model.n_support == 14
     assert "slant sparsifier stopped" not in caplog.text
-    assert np.mean(model.predict(X) != y) < 0.25 and 0.4 < np.mean(model.predict(X) > 0) < 0.6
+    assert np.mean(model.predict(X) != y) < 0.3 and 0.4 < np.mean(model.predict(X) > 0) < 0.6  # constant: 0.46
 
 
-def test_ranked_breaks_ties_by_id_and_reports_the_next():
-    values = np.array([3.0, 5.0, 5.0, 1.0, 5.0, 4.0])
-    ids = np.array([10, 14, 12, 11, 13, 15])
-    chosen, value, next_id = ranked(values, ids, np.ones(6, bool), 2)
-    assert ids[chosen].tolist() == [12, 13] and (value, next_id) == (5.0, 14)
-    chosen, value, next_id = ranked(values, ids, values < 5, 5)
-    assert ids[chosen].tolist() == [15, 10, 11] and (value, next_id) == (-np.inf, -1)
+def test_ranked_breaks_ties_by_content_key_then_id_and_reports_the_next():
+    values = np.array([3.0, 5.0, 5.0, 1.0, 5.0, 4.0, 5.0])
+    keys = np.array([1, 2, 9, 1, 7, 1, 2], np.uint64)  # ids 14 and 16: identical examples
+    ids = np.array([10, 14, 12, 11, 13, 15, 16])
+    chosen, value, key, next_id = ranked(values, keys, ids, np.ones(7, bool), 2)
+    assert ids[chosen].tolist() == [14, 16] and (value, key, next_id) == (5.0, 7, 13)
+    chosen, value, key, next_id = ranked(values, keys, ids, values < 5, 5)
+    assert ids[chosen].tolist() == [15, 10, 11] and (value, key, next_id) == (-np.inf, 0, -1)
 
 
 def test_a_rebuilt_partition_has_the_responses_of_the_stepped_one(problem):
@@ -184,6 +186,7 @@ def test_kernels_that_can_be_negative_take_the_one_step_path_too(problem, kernel
     reference = fit_csvc(LocalEngine(X, y), C=1.0, kernel=kernel)
     model = fit_slant(LocalEngine(X, y, n_partitions=2), reference, eta=0.05, epsilon=0.3, max_steps=300,
                       candidates_per_class=4)
-    steps, reason = naive_slant_steps(X, y, reference, 0.05, 0.3, max_steps=300)
+    steps, reason = naive_slant_steps(X, y, example_keys(X, y, np.ones(len(y))), reference, 0.05, 0.3,
+                                      max_steps=300)
     assert model.metadata["steps"] == steps and model.metadata["stopped"] == reason
     assert model.metadata["kmax"] >= np.abs(naive_kernel(X, X, kernel)).max()

@@ -4,6 +4,7 @@ import pytest
 
 from spark_bsvm.ml import (CSVC, L0SVM, BSVMModel, BudgetSVM, CSVCModel, ElasticBudgetSVM, SlantSparsifier, SpSVM,
                            SpSVMModel)
+from spark_bsvm.engine.stage import STAGE_RESTARTS, TrainingData
 from spark_bsvm.ml.base import _BSVMEstimator
 from tests.conftest import rings_frame
 
@@ -122,6 +123,7 @@ BAD = [
      r"etaGrid must hold at least one value \(unset it for none\)"),
     (SlantSparsifier(referenceModelPath="/x", etaGrid=[0.25, 1.0]),
      "etaGrid chooses its setting by the validation error, and no rows are held out for it: set validationFraction"),
+    (SpSVM(maxStageRestarts=-1), "maxStageRestarts must be an integer >= 0, got -1"),
 ]
 
 
@@ -180,6 +182,23 @@ def test_the_summary_names_params_as_spark_does(spark, tmp_path):
     loaded = BSVMModel.load(path)
     assert type(loaded) is CSVCModel and loaded.getWorkingSetSize() == 64 and loaded.trainingSummary == \
         model.trainingSummary
+
+
+@pytest.mark.spark
+def test_max_stage_restarts_reaches_the_training_stage(spark, monkeypatch):
+    _, _, df = rings_frame(spark, 60, seed=4)
+    restarts = []
+    run_stage = TrainingData.run_stage
+
+    def recording(self, task, tag, restarts_given=0):
+        restarts.append(restarts_given)
+        return run_stage(self, task, tag, restarts_given)
+
+    monkeypatch.setattr(TrainingData, "run_stage", recording)
+    for mode in ("driver", "executor"):
+        CSVC(gamma=0.5, numPartitions=2, coordinatorMode=mode, maxStageRestarts=7).fit(df)
+    SpSVM(maxBasis=3, gamma=0.5, numPartitions=2).fit(df)
+    assert restarts == [7, 7, STAGE_RESTARTS] and CSVC().getMaxStageRestarts() == STAGE_RESTARTS == 3
 
 
 def test_every_estimator_is_in_the_base():
