@@ -250,11 +250,20 @@ def _number(value):
     return value if math.isfinite(value) else None
 
 
+SCALE_DIGITS = 12  # significant digits of gamma="scale"
+
+
 def scale_gamma(n_features, variance):
     """scikit-learn's ``gamma="scale"``: 1 / (n_features Var(X)), Var(X) the (unweighted, population)
     variance of all n x n_features feature values, zeros of sparse rows included; 1.0 when that variance
-    is 0 (constant features), as scikit-learn."""
-    return 1.0 / (n_features * variance) if variance != 0 else 1.0
+    is 0 (constant features), as scikit-learn.
+
+    Rounded to ``SCALE_DIGITS`` significant digits: the variance is a floating-point sum whose last bits
+    follow the order of the rows (numpy's pairwise sums, Spark's aggregates per partition), and gamma
+    must not, or the same rows shuffled or partitioned otherwise give another model (a C-SVC moved by
+    up to 1e-2 in its coefficients).  Rows in another order then give another gamma only when their
+    variances (~1e-16 apart) straddle a rounding boundary (~1e-12 apart): about one time in 10^4."""
+    return float(f"{1.0 / (n_features * variance):.{SCALE_DIGITS}g}") if variance != 0 else 1.0
 
 
 def feature_variance(X):

@@ -5,7 +5,7 @@ import pytest
 
 from core.ebsvm import fit_ebsvm
 from core.engine import LocalEngine
-from core.kernels import KernelSpec
+from core.kernels import KernelSpec, feature_variance
 from core.l0svm import fit_l0svm
 from core.partition.common import top_k
 from core.slant import fit_slant
@@ -84,3 +84,13 @@ def test_violator_selection_breaks_exact_ties_by_content():
     perm = np.array([3, 0, 5, 1, 4, 2])
     chosen = top_k(values[perm], np.ones(6, bool), 3, True, ties=(keys[perm], ids[perm]))
     assert ids[perm][chosen].tolist() == [2, 12, 13]
+
+
+def test_gamma_scale_is_the_same_for_shuffled_and_repartitioned_rows(rings):
+    """The variance's last bits follow the row order; gamma="scale" is rounded so that the model does not."""
+    X, y, perm = rings[:3]
+    X = X * np.array([1.0, 3.0, 0.1, 7.0])  # features of unequal scales: a variance with all its bits used
+    assert feature_variance(X) != feature_variance(X[perm])  # the last bits differ
+    assert LocalEngine(X, y).scale_gamma == LocalEngine(X[perm], y[perm], n_partitions=3).scale_gamma
+    _assert_order_free(lambda engine: fit_csvc(engine, C=3.0, kernel=KernelSpec("rbf", gamma="scale"), tol=1e-6,
+                                               working_set_size=16), (X, y, perm, rings[3] * [1.0, 3.0, 0.1, 7.0]))

@@ -13,7 +13,8 @@ pytestmark = pytest.mark.spark
 @pytest.mark.parametrize("estimator", [
     SpSVM(maxBasis=12, regParam=1e-3, kappa=8, gamma=0.5, seed=3),
     CSVC(C=3.0, gamma=0.5, workingSetSize=16),  # many rounds, each with other partitions' candidates
-], ids=lambda e: type(e).__name__)
+    CSVC(C=3.0, workingSetSize=16),  # gamma="scale": the variance's aggregates per partition, rounded
+], ids=["SpSVM", "CSVC", "CSVC-gamma-scale"])
 def test_a_repartitioned_dataframe_gives_the_same_model(spark, estimator):
     X, y = make_rings(300, 4, seed=21)
     df = to_df(spark, X, np.where(y > 0, 1.0, 0.0))
