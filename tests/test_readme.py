@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # README command -> the test (path::name) or bench (path) that runs it
 COVERED = {
-    "pip install -e . && python jobs/train.py":
+    "pip install -e '.[plot]' && python jobs/train.py":
         "tests/test_readme.py::test_quick_start_evaluate_and_predict_as_written",
     "pip install -e '.[test]' && python -m pytest -q": ".ci/run",
     "python -m bench.select_job_params --config conf/quickstart.toml --grid gamma=0.05,0.1,0.2 "
@@ -119,9 +119,10 @@ def _report(path):
 
 @pytest.mark.spark
 def test_quick_start_evaluate_and_predict_as_written(spark, checkout_cwd, capsys):
-    assert _job("pip install -e . && python jobs/train.py") == 0
+    assert _job("pip install -e '.[plot]' && python jobs/train.py") == 0
     trained = capsys.readouterr().out
-    for line in ("model written to out/quickstart/model", "report written to out/quickstart/report.json"):
+    for line in ("model written to out/quickstart/model", "report written to out/quickstart/report.json",
+                 "plot written to out/quickstart/error_vs_support.png"):  # the [plot] extra: matplotlib
         assert line in trained
     report = _report("out/quickstart/report.json")
     assert report["support_size"] <= 200 and report["test_error"] < 0.25
