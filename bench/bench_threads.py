@@ -6,15 +6,18 @@ starts it), after an untimed warm-up fit in that process, so JIT compilation is 
 interleaved (A B A B ...) and each line gives the median of ``--repeats`` processes: wall seconds and the
 fit process' CPU seconds (``time.process_time``: all its threads; busy waiting shows up here).
 
-The fits: SpSVM-2, ``LocalEngine`` with 2 partitions, ``--basis`` basis functions, on
+The fits, on ``LocalEngine`` with 2 partitions (``--cases``):
 
-    ijcnn1   the first ``--rows`` training rows (dense), lambda = 1/32, gamma = 0.5 (bench_spsvm's
-             validation choice): every kernel block of its rounds is below ``core.kernels``' pool
-             threshold, so both settings run the same serial code: what the pool costs when unused
-    forest   ``--rows`` rows of the generated Forest-shaped set (54 features), lambda = 1/32, gamma = 1:
-             its candidate blocks go to numba's pool
+    spsvm-ijcnn1  SpSVM-2, d = 100, lambda = 1/32, gamma = 0.5 (bench_spsvm's validation choice), on
+                  ijcnn1's first 20,000 training rows (dense): every kernel block of its rounds is
+                  below ``core.kernels``' pool threshold, so both settings run the same serial code
+    csvc-forest   C-SVC, C = 1, gamma = 1, on 20,000 rows of the generated Forest-shaped set (54
+                  features): most of its kernel blocks (10,000 rows x the working set) go to the pool
 
-    python -m bench.bench_threads [--cases ijcnn1,forest] [--rows 20000] [--basis 100] [--repeats 5] [--busy 2]
+The order within a pair alternates (default first, then 1 thread first), so that neither setting
+always runs right after the other's process.
+
+    python -m bench.bench_threads [--cases spsvm-ijcnn1,csvc-forest] [--repeats 5] [--busy 2]
 """
 
 import argparse
@@ -28,35 +31,39 @@ import time
 
 from bench.common import print_table
 
+ROWS = 20_000
 
-def _data(case, rows):
-    """The case's rows, labels and kernel."""
+
+def _case(name):
+    """(rows, labels, fit(engine)) of the case ``name``."""
     from bench.common import load_libsvm
     from core.kernels import KernelSpec
+    from core.spsvm import fit_spsvm
+    from core.svc import fit_csvc
     from core.synthetic import make_forest_like
 
-    if case == "forest":
-        X, y = make_forest_like(rows, noise=0.05, seed=1)
-        return X, y, KernelSpec("rbf", gamma=1.0)
+    if name == "csvc-forest":
+        X, y = make_forest_like(ROWS, noise=0.05, seed=1)
+        return X, y, lambda engine: fit_csvc(engine, C=1.0, kernel=KernelSpec("rbf", gamma=1.0))
     X, y = load_libsvm("ijcnn1", "ijcnn1", n_features=22)
-    return X[:rows].toarray(), y[:rows], KernelSpec("rbf", gamma=0.5)
+    return X[:ROWS].toarray(), y[:ROWS], lambda engine: fit_spsvm(engine, max_basis=100, lam=1 / 32,
+                                                                   kernel=KernelSpec("rbf", gamma=0.5), seed=0)
 
 
-def _child(case, rows, basis, threads):
+def _child(name, threads):
     """Fit twice in this process (warm-up, then timed); print the timed fit's wall and CPU seconds as JSON."""
     import numba
     import numpy as np
 
     from core.engine import LocalEngine
-    from core.spsvm import fit_spsvm
 
     if threads:
         numba.set_num_threads(threads)
-    X, y, kernel = _data(case, rows)
+    X, y, fit_on = _case(name)
 
     def fit():
         with LocalEngine(X, y, n_partitions=2) as engine:
-            return fit_spsvm(engine, max_basis=basis, lam=1 / 32, kernel=kernel, seed=0)
+            return fit_on(engine)
 
     fit()
     wall, cpu = time.perf_counter(), time.process_time()
@@ -72,26 +79,23 @@ def _spin(stop):
 
 
 def _run_child(args, case, threads):
-    command = [sys.executable, "-m", "bench.bench_threads", "--child", "--cases", case, "--rows", str(args.rows),
-               "--basis", str(args.basis), "--threads", str(threads)]
+    command = [sys.executable, "-m", "bench.bench_threads", "--child", "--cases", case, "--threads", str(threads)]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cases", default="ijcnn1,forest")
-    parser.add_argument("--rows", type=int, default=20000)
-    parser.add_argument("--basis", type=int, default=100)
+    parser.add_argument("--cases", default="spsvm-ijcnn1,csvc-forest")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--busy", type=int, default=os.cpu_count(), help="busy-loop processes of the loaded runs")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return _child(args.cases, args.rows, args.basis, args.threads)
+        return _child(args.cases, args.threads)
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
-          f"SpSVM-2, {args.rows} rows, d={args.basis}, LocalEngine(2 partitions)\n")
+          f"{ROWS} rows, LocalEngine(2 partitions)\n")
     table = []
     for case, busy in [(case, busy) for case in args.cases.split(",") for busy in (0, args.busy)]:
         stop = multiprocessing.Event()
@@ -100,8 +104,8 @@ def main():
             p.start()
         try:
             runs = {0: [], 1: []}  # 0: numba's default pool size
-            for _ in range(args.repeats):
-                for threads in (0, 1):
+            for repeat in range(args.repeats):
+                for threads in ((0, 1) if repeat % 2 == 0 else (1, 0)):
                     runs[threads].append(_run_child(args, case, threads))
         finally:
             stop.set()

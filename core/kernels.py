@@ -20,6 +20,7 @@ a block and its product with thousands of columns; no gain at 100 columns).
 """
 
 import math
+import types
 from dataclasses import asdict, dataclass, replace
 
 import numba
@@ -374,10 +375,23 @@ def _add_tile_times(dots, coef, out):
         out[i] += total
 
 
+def _serial_twin(parallel, name):
+    """``parallel``'s loops compiled for the calling thread alone, under a name of their own.
+
+    numba's cache keys a function's machine code by its module, name, line and bytecode, not by its
+    options: a twin that shared the parallel function's ``py_func`` shared its cache entries, and
+    whichever compiled first served both (the pooled loops then ran on one thread, 2x slower on two
+    cores; ``tests/core/test_kernels.py`` checks that the pooled loops use the pool)."""
+    source = parallel.py_func
+    twin = types.FunctionType(source.__code__, source.__globals__, name, source.__defaults__, source.__closure__)
+    twin.__qualname__ = name
+    return numba.njit(**NJIT)(twin)
+
+
 # one tile, or a small block: the same loops on the calling thread.  Waking numba's pool for a single tile
 # costs more than the tile when the cores are busy (measured: 19 ms against 59 us for a small block under load)
-_tiles_serial = numba.njit(**NJIT)(_tiles.py_func)
-_tiles_times_serial = numba.njit(**NJIT)(_tiles_times.py_func)
+_tiles_serial = _serial_twin(_tiles, "_tiles_serial")
+_tiles_times_serial = _serial_twin(_tiles_times, "_tiles_times_serial")
 
 
 @numba.njit(**NJIT)

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import os
 
 import numpy as np
 import pytest
@@ -249,3 +250,34 @@ def test_a_fit_with_gamma_scale_records_the_number_it_used():
     with pytest.raises(ValueError, match=r"gamma='scale' follows the training data: replace it with "
                                          r"spec.for_data\(engine\) first"):
         kernel_block(X, X, KernelSpec(gamma="scale"))
+
+
+def test_the_pooled_loops_are_never_served_their_serial_twins_code_from_numbas_cache(tmp_path):
+    """The serial twins once shared the pooled loops' cache entries: after a small block had compiled and
+    cached the serial twin, the next process ran every large block on one thread."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    shutil.copytree(Path(__file__).resolve().parents[2] / "core", tmp_path / "core",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # a cache of its own, empty
+    script = """
+import json, sys
+import numpy as np
+from core import kernels
+rows = int(sys.argv[1])  # 300: one serial block; 20,000: a block for the pool
+X = np.random.default_rng(0).random((rows, 54))
+kernels.kernel_times(X, X[:200], kernels.KernelSpec("rbf", gamma=0.5), np.ones(200))
+print(json.dumps({name: {"hits": len(f.stats.cache_hits), "misses": len(f.stats.cache_misses)}
+                  for name, f in (("pooled", kernels._tiles_times), ("serial", kernels._tiles_times_serial))}))
+"""
+
+    def run(rows):
+        done = subprocess.run([sys.executable, "-c", script, str(rows)], cwd=tmp_path, capture_output=True,
+                              text=True, check=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert run(300)["serial"] == {"hits": 0, "misses": 1}  # compiled and cached
+    assert run(20_000)["pooled"] == {"hits": 0, "misses": 1}  # compiled for the pool, not loaded from the twin's
+    assert run(20_000)["pooled"] == {"hits": 1, "misses": 0}  # and cached under its own name
