@@ -229,7 +229,7 @@ def test_rows_of_weight_zero_contribute_nothing(spark, train, make):
 
 
 def test_scoring_ships_the_function_not_the_training_record(spark, calibrated, monkeypatch):
-    """A recorded path can be megabytes (Spark warned of 1.6 MB tasks in the quick start): the tasks get
+    """A recorded path can be megabytes (an SpSVM-2 path of d basis functions holds O(d^2) numbers): the tasks get
     the support vectors, coefficients and kernel only."""
     import cloudpickle
 
