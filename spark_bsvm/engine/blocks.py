@@ -235,7 +235,7 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     partition_rows = {}
     for g in groups:
         partition_rows[g["partition"]] = partition_rows.get(g["partition"], 0) + g["rows"]
-    n_validation = _validation_rows(groups, n_rows) if "validation" in prepared.columns else 0
+    n_validation = _validation_rows(groups, n_rows) if validation is not None else 0
     return DataSummary(classes, int(n_rows), partition_rows, n_features,
                        scale_gamma(n_features, _variance(groups, n_features)), n_validation)
 
