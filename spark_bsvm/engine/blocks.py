@@ -129,34 +129,40 @@ class DataSummary:
     n_validation: int = 0
 
 
-def _row_moments(rows):
-    """``rows`` (columns ``values``: the features as array<double>, and others, kept) with per-row columns
-    ``size``, ``bad`` (a NaN, infinite or null entry, or a null row), ``first``, ``shifted`` and
-    ``shifted_squares``: with d = x - x_0 over the row's values x (x_0 the first), sum(d) and sum(d^2).
-
-    The row's mean is then x_0 + sum(d) / p and its sum of squared deviations sum(d^2) - sum(d)^2 / p (the
-    shifted one-pass formula: a large mean does not cost the variance its digits).  One projection, each
-    lambda over the row once: Spark evaluates a lambda's body per element, so a row mean inside it would
-    make the pass O(p^2)."""
+def _row_checks(features, is_vector):
+    """Per-row columns of the checks, all Spark built-ins (none of the SQL lambdas that Spark interprets
+    element by element, which made this pass 3-4x slower): ``size`` (0 for a null row), ``bad`` (a NaN,
+    infinite or null entry) and ``summarized``: the row as a vector for ``pyspark.ml.stat.Summarizer``, or,
+    for a row it must not see (null, empty, a null entry), zeros of the row's size: the Summarizer fails
+    a job on a null vector and on an empty one, and on sizes that differ within a group, which the
+    aggregation's grouping by size rules out."""
+    from pyspark.ml.functions import array_to_vector, vector_to_array
     from pyspark.sql import functions as F
 
-    values = F.col("values")
+    values = F.when(features.isNotNull(), vector_to_array(features)) if is_vector else features.cast("array<double>")
     size = F.coalesce(F.size(values), F.lit(0))
-    first = F.when(size > 0, F.element_at(values, 1))
-    bad = values.isNull() | F.exists(values, lambda x: x.isNull() | F.isnan(x) | (F.abs(x) == float("inf")))
-    return rows.select("*", size.alias("size"), bad.alias("bad"), first.alias("first"),
-                       F.aggregate(values, F.lit(0.0), lambda acc, x: acc + (x - first)).alias("shifted"),
-                       F.aggregate(values, F.lit(0.0),
-                                   lambda acc, x: acc + (x - first) * (x - first)).alias("shifted_squares"))
+    # Spark orders NaN above every number, so array_max finds a NaN as it finds +inf (and skips nulls)
+    top, bottom = F.array_max(values), F.array_min(values)
+    null_entry = F.lit(False) if is_vector else F.size(F.array_compact(values)) < size
+    bad = F.coalesce(F.isnan(top) | (F.abs(top) == float("inf")) | (F.abs(bottom) == float("inf")) | null_entry,
+                     F.lit(False))
+    usable = (size > 0) & ~null_entry
+    zeros = F.array_repeat(F.lit(0.0), F.greatest(size, F.lit(1)))
+    summarized = (F.when(usable, features).otherwise(array_to_vector(zeros)) if is_vector
+                  else array_to_vector(F.when(usable, values).otherwise(zeros)))
+    return size.alias("size"), bad.alias("bad"), summarized.alias("summarized")
 
 
 def _variance(groups, n_features):
-    """Var(X) over every feature value, from each label group's rows, sum of within-row squared deviations,
-    and mean and population variance of its row means (all rows have ``n_features`` entries)."""
-    n = sum(g["rows"] for g in groups)
-    mean = sum(g["rows"] * g["mean_of_means"] for g in groups) / n
-    between = sum(g["rows"] * (g["var_of_means"] + (g["mean_of_means"] - mean) ** 2) for g in groups) / n
-    return sum(g["squares"] for g in groups) / (n * n_features) + between
+    """Var(X) over every feature value (population variance, as numpy's), from each group's rows and its
+    Summarizer ``mean`` and (sample) ``variance`` per feature: the law of total variance over groups and
+    features.  The Summarizer's per-feature moments are updated one row at a time about the running mean,
+    so a large mean does not cost the variance its digits."""
+    n = np.array([g["rows"] for g in groups], dtype=np.float64)
+    means = np.array([g["summary"]["mean"].toArray() for g in groups])
+    within = np.array([g["summary"]["variance"].toArray() for g in groups]) * ((n - 1) / n)[:, None]
+    mean = float((n @ means).sum()) / (n.sum() * n_features)
+    return float((n @ (within + (means - mean) ** 2)).sum()) / (n.sum() * n_features)
 
 
 def check_training_data(prepared, features_col, label_col, weight_col=None):
@@ -167,10 +173,11 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     NaN, infinite, negative or 0.  The estimators drop the rows of weight 0 first (they contribute nothing;
     MLlib's meaning); the engine itself takes positive weights only, as ``LocalEngine``.
 
-    Sparse vectors are expanded to their full size for the checks (as ``transform`` does); the rows per
-    partition come with the same pass (Spark Connect has no cheaper way to them)."""
-    from pyspark.ml.functions import vector_to_array
+    Rows are grouped by label, partition and vector size (so the rows per partition come with the same
+    pass: Spark Connect has no cheaper way to them); each group's per-feature moments come from
+    ``pyspark.ml.stat.Summarizer`` (sparse rows stay sparse there, their zeros counted)."""
     from pyspark.ml.linalg import VectorUDT
+    from pyspark.ml.stat import Summarizer
     from pyspark.sql import functions as F
 
     bad_weight = zero_weight = F.lit(False)
@@ -181,25 +188,19 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     validation = F.col("validation") if "validation" in prepared.columns else None
     features = F.col("features")
     is_vector = isinstance(prepared.schema["features"].dataType, VectorUDT)
-    values = F.when(features.isNotNull(), vector_to_array(features)) if is_vector else features.cast("array<double>")
-    rows = _row_moments(prepared.select(
+    rows = prepared.select(
         F.spark_partition_id().alias("partition"), "label", features.isNull().alias("null_features"),
-        values.alias("values"), bad_weight.alias("bad_weight"), zero_weight.alias("zero_weight"),
+        *_row_checks(features, is_vector), bad_weight.alias("bad_weight"), zero_weight.alias("zero_weight"),
         (F.lit(False) if validation is None else validation.isNull()).alias("null_validation"),
-        (F.lit(False) if validation is None else F.coalesce(validation, F.lit(False))).alias("validation")))
-    shifted, size = F.col("shifted"), F.col("size")
-    good = ~F.col("bad") & (size > 0)  # (ANSI mode: no division by 0 rows' size)
-    mean = F.when(good, F.col("first") + shifted / size)
-    squares = F.when(good, F.col("shifted_squares") - shifted * shifted / size)
-    groups = rows.groupBy("label", "partition").agg(
+        (F.lit(False) if validation is None else F.coalesce(validation, F.lit(False))).alias("validation"))
+    groups = rows.groupBy("label", "partition", "size").agg(
         F.count(F.lit(1)).alias("rows"), F.sum(F.col("null_features").cast("long")).alias("null_features"),
-        F.sum((F.col("bad") & ~F.col("null_features")).cast("long")).alias("bad_values"),
-        F.min("size").alias("min_size"), F.max("size").alias("max_size"),
+        F.sum(F.col("bad").cast("long")).alias("bad_values"),
         F.sum(F.col("bad_weight").cast("long")).alias("bad_weights"),
         F.sum(F.col("zero_weight").cast("long")).alias("zero_weights"),
         F.sum(F.col("validation").cast("long")).alias("validation_rows"),
         F.sum(F.col("null_validation").cast("long")).alias("null_validation"),
-        F.sum(squares).alias("squares"), F.avg(mean).alias("mean_of_means"), F.var_pop(mean).alias("var_of_means"),
+        Summarizer.metrics("mean", "variance").summary(F.col("summarized")).alias("summary"),
     ).collect()
     n_rows = sum(g["rows"] for g in groups)
     if n_rows == 0:
@@ -217,7 +218,7 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     if bad_values:
         raise ValueError(f"features column '{features_col}' has {bad_values} row(s) with NaN, infinite or null "
                          "values; drop or impute those rows (pyspark.ml.feature.Imputer)")
-    sizes = (min(g["min_size"] for g in groups), max(g["max_size"] for g in groups))
+    sizes = (min(g["size"] for g in groups), max(g["size"] for g in groups))
     if sizes[0] != sizes[1]:
         raise ValueError(f"features column '{features_col}' holds vectors of different sizes ({sizes[0]} to "
                          f"{sizes[1]} entries); assemble every row with the same features")

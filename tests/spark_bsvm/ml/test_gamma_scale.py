@@ -61,3 +61,40 @@ def test_the_variance_keeps_its_digits_beside_a_large_mean(spark, data):
     df = to_df(spark, shifted, labels).select("features", "label")
     summary = check_training_data(df, "features", "label")
     assert summary.scale_gamma == pytest.approx(1.0 / (3 * shifted.var()), rel=1e-9)
+
+
+def test_sparse_mixed_and_array_rows_give_numpys_variance_and_the_same_checks(spark):
+    """The checks' moments come per (label, partition, size) group from MLlib's Summarizer: sparse rows (their
+    zeros counted), sparse and dense rows mixed, and an array<double> column all give Var(X) of numpy."""
+    from pyspark.ml.linalg import Vectors
+
+    from spark_bsvm.engine.blocks import check_training_data
+
+    rng = np.random.default_rng(3)
+    X = np.where(rng.random((90, 5)) < 0.6, 0.0, rng.normal(2.0, 3.0, size=(90, 5)))
+    labels = (np.arange(90) % 3 == 0).astype(float)
+    expected = float(f"{1.0 / (5 * X.var()):.12g}")
+
+    def sparse(x):
+        return Vectors.sparse(5, {j: v for j, v in enumerate(x) if v != 0.0})
+
+    frames = {
+        "sparse": [(sparse(x), float(l)) for x, l in zip(X, labels)],
+        "mixed": [(sparse(x) if i % 2 else Vectors.dense(x), float(l)) for i, (x, l) in enumerate(zip(X, labels))],
+        "array": [([float(v) for v in x], float(l)) for x, l in zip(X, labels)],
+    }
+    for name, rows in frames.items():
+        df = spark.sparkContext.parallelize(rows, 3).toDF(["features", "label"])
+        summary = check_training_data(df, "features", "label")
+        assert (summary.n_rows, summary.n_features, summary.classes) == (90, 5, [0.0, 1.0]), name
+        assert summary.scale_gamma == pytest.approx(expected, rel=1e-11), name
+        assert sum(summary.partition_rows.values()) == 90, name
+
+
+def test_an_array_row_with_a_null_entry_is_counted_not_a_failed_job(spark):
+    from spark_bsvm.engine.blocks import check_training_data
+
+    rows = [([1.0, 2.0], 0.0), ([1.0, None], 1.0), ([3.0, float("nan")], 1.0), ([2.0, 2.0], 1.0)]
+    df = spark.createDataFrame(rows, "features array<double>, label double")
+    with pytest.raises(ValueError, match="has 2 row\\(s\\) with NaN, infinite or null values"):
+        check_training_data(df, "features", "label")
