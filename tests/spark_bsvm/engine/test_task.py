@@ -38,3 +38,17 @@ def test_an_executor_without_the_package_reports_it_in_one_line(tmp_path):
     assert "cannot import what a spark-bsvm fit needs (No module named 'spark_bsvm'): ship spark-bsvm to the " \
            "executors: --py-files with a zip of core/ and spark_bsvm/" in message
 
+
+
+def test_a_training_task_imports_neither_the_estimators_nor_pandas():
+    """What a fresh Python worker imports for its first task (the executors' cold start): the engine and
+    core, not ``spark_bsvm.ml`` and the pyspark.ml and pandas modules behind it; the estimators still come
+    from the package's top level."""
+    import subprocess
+    import sys
+
+    code = ("import sys, spark_bsvm.engine.task, core.partition; "
+            "print(sorted(m for m in ('spark_bsvm.ml', 'pandas', 'pyspark.ml.classification') if m in sys.modules)); "
+            "from spark_bsvm import SpSVM; print(SpSVM.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["[]", "spark_bsvm.ml.estimators"]
