@@ -398,8 +398,7 @@ _tiles_times_serial = _serial_twin(_tiles_times, "_tiles_times_serial")
 def finish_tile(code, dots, x_sq, z_sq, gamma, coef0, degree):
     """Turn the dot products dots[i, j] = x_i . z_j of a C-contiguous tile into kernel values, in place."""
     if code == RBF:
-        for i in range(dots.shape[0]):
-            _rbf_exponent(dots[i], x_sq[i], z_sq, gamma)
+        _rbf_exponents(dots, x_sq, z_sq, gamma)
         _exp_inplace(dots.ravel(), np.empty(dots.size))  # the whole tile in one loop
     elif code == POLY:
         for i in range(dots.shape[0]):
@@ -407,14 +406,30 @@ def finish_tile(code, dots, x_sq, z_sq, gamma, coef0, degree):
 
 
 @numba.njit(**NJIT_FMA)
-def _rbf_exponent(row, x_sq, z_sq, gamma):
-    """row[j] = x . z_j becomes -gamma ||x - z_j||^2, floored at _EXP_FLOOR."""
-    for j in range(row.shape[0]):
-        norms = x_sq + z_sq[j]
-        d2 = norms - 2.0 * row[j]  # ||x - z||^2 = |x|^2 + |z|^2 - 2 x . z
-        if d2 <= _SAME * norms:  # cancellation noise, including negative values
-            d2 = 0.0
-        row[j] = max(-gamma * d2, _EXP_FLOOR)
+def _rbf_exponents(dots, x_sq, z_sq, gamma):
+    """dots[i, j] = x_i . z_j becomes -gamma ||x_i - z_j||^2, floored at _EXP_FLOOR.  The inner loop runs
+    along the tile's longer side (each row's columns, or each column's rows: a tile of one or a few
+    columns, as the slant path's and SpSVM's new columns make), so that it vectorises: a row at a time,
+    a single-column tile of 22,727 rows took 2.5x the time of its GEMM."""
+    rows, cols = dots.shape
+    if cols >= rows:
+        for i in range(rows):
+            for j in range(cols):
+                dots[i, j] = _rbf_exponent(dots[i, j], x_sq[i], z_sq[j], gamma)
+    else:
+        for j in range(cols):
+            for i in range(rows):
+                dots[i, j] = _rbf_exponent(dots[i, j], x_sq[i], z_sq[j], gamma)
+
+
+@numba.njit(**NJIT_FMA)
+def _rbf_exponent(dot, x_sq, z_sq, gamma):
+    """-gamma ||x - z||^2 from x . z and the squared norms, floored at _EXP_FLOOR."""
+    norms = x_sq + z_sq
+    d2 = norms - 2.0 * dot  # ||x - z||^2 = |x|^2 + |z|^2 - 2 x . z
+    if d2 <= _SAME * norms:  # cancellation noise, including negative values
+        d2 = 0.0
+    return max(-gamma * d2, _EXP_FLOOR)
 
 
 @numba.njit(**NJIT)
