@@ -3,9 +3,11 @@
 import hashlib
 import json
 
+import numba
 import numpy as np
 
 from core import kernels
+from core.config import NJIT
 from core.kernels import KernelSpec, kernel_block
 from core.partition.data import PartitionData
 from core.rows import as_rows, is_sparse, n_rows
@@ -30,20 +32,60 @@ def locate(data, ids):
     return local[found], np.flatnonzero(found)
 
 
-def top_k(values, mask, k, largest, ties=()):
-    """Indices of the k largest (or smallest) ``values`` where ``mask`` holds.
+def top_k(values, mask, k, largest, ties):
+    """Indices of the k largest (or smallest) ``values`` where ``mask`` holds, best first.
 
-    Exact ties go to the smallest entries of ``ties``, arrays compared in turn (``(data.keys, data.ids)``:
-    by content, see ``PartitionData.keys``), so that the k are the first k of one total order: the same
-    examples whatever the row order, and the union of the partitions' top k holds the global top k.
+    Exact ties go to the smaller content key, then the smaller id (``ties`` = ``(data.keys, data.ids)``, see
+    ``PartitionData.keys``), so that the k are the first k of one total order: the same examples whatever
+    the row order, and the union of the partitions' top k holds the global top k.  One pass over the
+    rows keeping the best k in order (``_best_first``): a partition's selection each round, where a
+    partial sort of the masked values cost ~0.15 ms on 25,000 rows (a fifth of a slant round).
     """
-    idx = np.flatnonzero(mask)
-    if idx.size > k:
-        v = values[idx] if largest else -values[idx]
-        keep = v >= np.partition(v, idx.size - k)[idx.size - k]  # the k largest and all tied with the k-th
-        idx, v = idx[keep], v[keep]
-        idx = idx[np.lexsort(tuple(t[idx] for t in reversed(ties)) + (-v,))[:k]]
-    return idx
+    keys, ids = ties
+    return _best_first(np.asarray(values, dtype=np.float64), np.asarray(mask, dtype=np.bool_), int(k),
+                       bool(largest), np.asarray(keys, dtype=np.uint64), np.asarray(ids, dtype=np.int64))
+
+
+@numba.njit(**NJIT)
+def _ahead(a, b, values, sign, keys, ids):
+    """Whether entry a ranks before entry b: larger sign * value, then smaller key, then smaller id."""
+    va, vb = sign * values[a], sign * values[b]
+    if va != vb:
+        return va > vb
+    if keys[a] != keys[b]:
+        return keys[a] < keys[b]
+    return ids[a] < ids[b]
+
+
+@numba.njit(**NJIT)
+def _best_first(values, mask, k, largest, keys, ids):
+    """The best min(k, mask.sum()) entries of ``mask`` in rank order (``_ahead``), in one pass: a sorted list
+    of at most k, which an entry ahead of its last (all entries until it is full) joins at the place a
+    binary search finds, the entries after it moving down (a full list drops its last)."""
+    sign = 1.0 if largest else -1.0
+    k = min(k, values.shape[0])
+    best = np.empty(k, dtype=np.int64)
+    size = 0
+    last = -np.inf  # sign * the value of the full list's last entry: entries below it never join
+    for i in range(values.shape[0]):
+        if not mask[i] or k == 0 or sign * values[i] < last:
+            continue
+        if size == k and not _ahead(i, best[k - 1], values, sign, keys, ids):
+            continue
+        lo, hi = 0, size  # the first place whose entry i is ahead of
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _ahead(i, best[mid], values, sign, keys, ids):
+                hi = mid
+            else:
+                lo = mid + 1
+        size = min(size + 1, k)
+        for j in range(size - 1, lo, -1):
+            best[j] = best[j - 1]
+        best[lo] = i
+        if size == k:
+            last = sign * values[best[k - 1]]
+    return best[:size]
 
 
 def feature_map_request(kernel, centers, proj):

@@ -29,7 +29,7 @@ the driver knows them at every support size.
 import numpy as np
 
 from core.kernels import KernelSpec, kernel_block
-from core.partition.common import kernel_times, locate
+from core.partition.common import kernel_times, locate, top_k
 from core.partition.validation import validation_sums_per_step
 from core.rows import take_rows
 
@@ -54,12 +54,7 @@ def ranked(values, keys, ids, mask, k):
     Returns ``(chosen, next_value, next_key, next_id)``; ``next_value`` is -inf,
     ``next_key`` 0 and ``next_id`` -1 when nothing is left over.
     """
-    idx = np.flatnonzero(mask)
-    if idx.size > k + 1:
-        # every entry ranked in the first k + 1 has a value >= the (k+1)-th largest value
-        threshold = np.partition(values[idx], idx.size - k - 1)[idx.size - k - 1]
-        idx = idx[values[idx] >= threshold]
-    idx = idx[np.lexsort((ids[idx], keys[idx], -values[idx]))]
+    idx = top_k(values, mask, k + 1, True, ties=(keys, ids))
     if idx.size > k:
         return idx[:k], float(values[idx[k]]), keys[idx[k]], int(ids[idx[k]])
     return idx, -np.inf, np.uint64(0), -1

@@ -94,3 +94,22 @@ def test_gamma_scale_is_the_same_for_shuffled_and_repartitioned_rows(rings):
     assert LocalEngine(X, y).scale_gamma == LocalEngine(X[perm], y[perm], n_partitions=3).scale_gamma
     _assert_order_free(lambda engine: fit_csvc(engine, C=3.0, kernel=KernelSpec("rbf", gamma="scale"), tol=1e-6,
                                                working_set_size=16), (X, y, perm, rings[3] * [1.0, 3.0, 0.1, 7.0]))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [0, 1, 7, 64, 500])
+def test_violator_selection_matches_a_full_sort(largest, k):
+    """``top_k``'s one-pass selection against the naive one: sort every masked entry by (value, key, id)."""
+    rng = np.random.default_rng(k)
+    n = 400
+    values = rng.integers(0, 12, n).astype(float)  # many exact ties
+    values[rng.random(n) < 0.1] = -np.inf
+    keys = rng.integers(0, 40, n).astype(np.uint64)  # ties of the key too: the id decides
+    ids = rng.permutation(n * 3)[:n].astype(np.int64)
+    mask = rng.random(n) < 0.8
+    sign = 1.0 if largest else -1.0
+    naive = sorted(np.flatnonzero(mask), key=lambda i: (-sign * values[i], keys[i], ids[i]))[:k]
+    assert top_k(values, mask, k, largest, ties=(keys, ids)).tolist() == naive
+    ascending = np.argsort(sign * values, kind="stable")  # every entry better than those before it
+    assert top_k(values[ascending], mask[ascending], k, largest, ties=(keys[ascending], ids[ascending])).tolist() \
+        == [int(np.flatnonzero(ascending == i)[0]) for i in naive]
