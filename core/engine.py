@@ -27,7 +27,7 @@ import numpy as np
 from core.kernels import feature_variance, scale_gamma
 from core.labels import encode_labels
 from core.partition.data import PartitionData
-from core.rows import as_rows, n_rows, take_rows
+from core.rows import as_rows, dense_enough, is_sparse, n_rows, take_rows, to_dense
 from core.validation import check_weights
 
 
@@ -79,10 +79,14 @@ class LocalEngine(Engine):
     ids index the original data.  ``validation``: a boolean mask of the rows
     held out for validation (they stay in their block, never trained on); the
     blocks split all n rows, as a Spark DataFrame's contiguous partitions do.
+    A CSR ``X`` with at least half its values nonzero is trained on as a dense block
+    (``core.rows.dense_enough``).
     """
 
     def __init__(self, X, labels, weights=None, n_partitions=1, validation=None):
         X = as_rows(X)
+        if is_sparse(X) and dense_enough(np.count_nonzero(X.data), *X.shape):
+            X = to_dense(X)
         n = n_rows(X)
         y, self.classes = encode_labels(labels)
         if y.shape[0] != n:

@@ -7,6 +7,7 @@ from pyspark.errors.exceptions.base import IllegalArgumentException
 
 from core.kernels import scale_gamma
 from core.labels import two_classes
+from core.rows import dense_enough, to_dense
 from spark_bsvm.engine.task_threads import use_task_cores
 
 
@@ -118,8 +119,9 @@ def check_schema(df, features_col, label_col, weight_col=None):
 class DataSummary:
     """What the checks of the training data found: the two label values (negative first), the rows, the
     rows of each non-empty input partition ({partition id: rows}), the feature count, scikit-learn's
-    ``gamma="scale"`` for these rows (``core.kernels.scale_gamma``) and, of the rows, those marked for
-    validation (0 without a ``validation`` column)."""
+    ``gamma="scale"`` for these rows (``core.kernels.scale_gamma``), of the rows, those marked for
+    validation (0 without a ``validation`` column), and whether the tasks hold the rows as dense blocks
+    (``core.rows.dense_enough`` of the nonzero values counted)."""
 
     classes: list
     n_rows: int
@@ -127,6 +129,7 @@ class DataSummary:
     n_features: int
     scale_gamma: float
     n_validation: int = 0
+    dense: bool = False
 
 
 def _row_checks(features, is_vector):
@@ -200,7 +203,7 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
         F.sum(F.col("zero_weight").cast("long")).alias("zero_weights"),
         F.sum(F.col("validation").cast("long")).alias("validation_rows"),
         F.sum(F.col("null_validation").cast("long")).alias("null_validation"),
-        Summarizer.metrics("mean", "variance").summary(F.col("summarized")).alias("summary"),
+        Summarizer.metrics("mean", "variance", "numNonZeros").summary(F.col("summarized")).alias("summary"),
     ).collect()
     n_rows = sum(g["rows"] for g in groups)
     if n_rows == 0:
@@ -237,8 +240,10 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     for g in groups:
         partition_rows[g["partition"]] = partition_rows.get(g["partition"], 0) + g["rows"]
     n_validation = _validation_rows(groups, n_rows) if validation is not None else 0
+    nonzeros = int(sum(g["summary"]["numNonZeros"].toArray().sum() for g in groups))
     return DataSummary(classes, int(n_rows), partition_rows, n_features,
-                       scale_gamma(n_features, _variance(groups, n_features)), n_validation)
+                       scale_gamma(n_features, _variance(groups, n_features)), n_validation,
+                       dense_enough(nonzeros, n_rows, n_features))
 
 
 def _check_sizes(sizes, n_features):
@@ -309,9 +314,10 @@ def _validation_rows(groups, n_rows):
     return held
 
 
-def partition_block(batches, pid, n_features, classes, has_weight, has_validation=False):
+def partition_block(batches, pid, n_features, classes, has_weight, has_validation=False, dense=False):
     """A task's Arrow batches as a ``PartitionData`` (a ValueError names what is wrong with its rows); with
-    ``has_validation``, the rows whose ``validation`` column is true are its validation rows."""
+    ``has_validation``, the rows whose ``validation`` column is true are its validation rows; with ``dense``
+    (``DataSummary.dense``), a dense block even where the vectors were sparse, as ``LocalEngine`` makes."""
     import pyarrow as pa
 
     from core.partition.data import PartitionData
@@ -323,6 +329,8 @@ def partition_block(batches, pid, n_features, classes, has_weight, has_validatio
                          "the data were checked: the DataFrame gives other rows each time it is read (a "
                          "nondeterministic source or transformation); cache or checkpoint it before the fit")
     rows = rows_from_arrow(table.column("features").combine_chunks(), n_features)
+    if dense:
+        rows = to_dense(rows)
     labels = np.asarray(table.column("label").to_pylist())
     y = np.where(labels == classes[1], 1.0, -1.0)
     weight = table.column("weight").to_numpy() if has_weight else np.ones(len(y))

@@ -76,7 +76,8 @@ def host_fit(context, batches, spec):
         logger.addHandler(warnings)
         try:
             engine = TaskEngine(coordinator, partition_block(batches, 0, spec.n_features, spec.classes,
-                                                             spec.has_weight, spec.n_validation > 0), spec)
+                                                             spec.has_weight, spec.n_validation > 0, spec.dense),
+                                spec)
             model = spec.fit.function(engine, **spec.fit.arguments)
             warn_if_one_class(engine, model)
         except LostTask:

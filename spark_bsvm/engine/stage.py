@@ -118,6 +118,7 @@ class TaskSpec:
     with ``"times": n`` (driver-coordinated fits), at the k-th round of each attempt, n times in all;
     ``{"unreachable": pid, "port": port}`` gives partition pid's task a port where nothing listens.
     ``n_validation``: the validation rows among the stage's rows (its ``validation`` column marks them).
+    ``dense``: the tasks hold their rows as dense blocks (``blocks.DataSummary.dense``).
     """
 
     secret: str
@@ -131,6 +132,7 @@ class TaskSpec:
     fit: Optional[HostedFit] = None
     fault_injection: Optional[dict] = None
     n_validation: int = 0
+    dense: bool = False
 
 
 class TrainingData:
@@ -168,7 +170,7 @@ class TrainingData:
         self.classes, self.n_examples, self.n_features = summary.classes, summary.n_rows, summary.n_features
         self.scale_gamma, partition_rows = summary.scale_gamma, summary.partition_rows
         self.n_partitions = min(self.n_partitions, self.n_examples)  # a task needs a row to train on
-        self.n_validation = summary.n_validation
+        self.n_validation, self.dense = summary.n_validation, summary.dense
         self.n_examples -= self.n_validation
         if not isinstance(prepared.schema["features"].dataType, VectorUDT):
             # an array column: the tasks read it as list<double>, dense rows
@@ -179,7 +181,7 @@ class TrainingData:
 
     def task_spec(self, secret, **kwargs):
         return TaskSpec(secret, self.n_features, self.classes, self.has_weight, self.n_partitions, self.n_examples,
-                        self.scale_gamma, n_validation=self.n_validation, **kwargs)
+                        self.scale_gamma, n_validation=self.n_validation, dense=self.dense, **kwargs)
 
     def run_stage(self, task, tag, restarts=0):
         """Run ``task`` on every partition in one barrier stage; the tasks' output rows.  When Spark aborts

@@ -98,7 +98,7 @@ def _serve(context, batches, spec):
         wire.send_hello(sock, spec.secret, pid)
         try:
             data = partition_block(batches, pid, spec.n_features, spec.classes, spec.has_weight,
-                                   spec.n_validation > 0)
+                                   spec.n_validation > 0, spec.dense)
         except ValueError as exc:
             _report(sock, exc)
             data = None

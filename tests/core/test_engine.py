@@ -58,3 +58,16 @@ def test_bad_input_is_named_in_one_line(kwargs, message):
     args = dict(dict(X=X4, labels=Y4), **kwargs)
     with pytest.raises(ValueError, match=f"^{message}$"):
         LocalEngine(**args)
+
+
+def test_a_csr_input_at_least_half_nonzero_becomes_dense_blocks():
+    import scipy.sparse as sp
+
+    X = np.arange(1.0, 13.0).reshape(6, 2)
+    y = np.array([1, -1, 1, -1, 1, -1])
+    half = X * np.array([[1, 0], [1, 0], [1, 0], [1, 0], [0, 1], [0, 1]])  # 6 of 12 values nonzero
+    below = half * np.array([[1, 1]] * 5 + [[0, 0]])  # 5 of 12
+    assert all(isinstance(p.rows, np.ndarray) for p in LocalEngine(sp.csr_matrix(half), y, n_partitions=2).partitions)
+    assert all(sp.issparse(p.rows) for p in LocalEngine(sp.csr_matrix(below), y, n_partitions=2).partitions)
+    stored_zeros = sp.csr_matrix((np.r_[1.0, np.zeros(5)], np.zeros(6, np.int32), np.arange(7)), shape=(6, 1))
+    assert sp.issparse(LocalEngine(stored_zeros, y).partitions[0].rows)  # 6 values stored, 1 of them nonzero

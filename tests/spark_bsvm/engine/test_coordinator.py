@@ -32,7 +32,9 @@ def data():
 
 def _same_model(a, b, atol=1e-9):
     assert a.n_support == b.n_support
-    np.testing.assert_array_equal(a.support_vectors, b.support_vectors)  # same support set
+    rows = [m.support_vectors.toarray() if hasattr(m.support_vectors, 'toarray') else m.support_vectors
+            for m in (a, b)]
+    np.testing.assert_array_equal(*rows)  # same support set
     np.testing.assert_allclose(a.coef, b.coef, rtol=0, atol=atol)
     assert a.bias == pytest.approx(b.bias, abs=atol)
 
@@ -46,6 +48,26 @@ def test_spark_fit_equals_local_fit(spark, data, method):
     local = FITS[method](LocalEngine(X, y, n_partitions=2))
     _same_model(on_spark, local)
     assert on_spark.metadata["rounds"] == local.metadata["rounds"]
+
+
+@pytest.mark.parametrize("zeros", [0.3, 0.7], ids=["dense-enough", "sparse"])
+def test_rows_as_a_vector_assembler_makes_them_train_as_local_blocks_of_the_same_kind(spark, zeros):
+    """Rows stored sparse and dense in turn (as VectorAssembler stores them, whichever is smaller): with at least
+    half their values nonzero both engines train on dense blocks (``core.rows.dense_enough``), else on CSR
+    blocks, and give the same model."""
+    import scipy.sparse as sp
+    from pyspark.ml.linalg import Vectors
+
+    X, y = make_rings(300, 6, seed=5)
+    X = X * (np.random.default_rng(5).random(X.shape) >= zeros)
+    rows = [(Vectors.sparse(6, {j: v for j, v in enumerate(x) if v}) if i % 2 else Vectors.dense(x), float(label))
+            for i, (x, label) in enumerate(zip(X, y))]
+    df = spark.sparkContext.parallelize(rows, 2).toDF(["features", "label"])
+    with SparkEngine(df, num_partitions=2) as engine:
+        on_spark = FITS["csvc"](engine)
+    local = FITS["csvc"](LocalEngine(sp.csr_matrix(X), y, n_partitions=2))
+    assert sp.issparse(on_spark.support_vectors) == sp.issparse(local.support_vectors) == (zeros > 0.5)
+    _same_model(on_spark, local)
 
 
 def test_a_task_lost_mid_fit_resumes_to_the_same_model(spark, data, tmp_path):
