@@ -2,7 +2,7 @@
 
 Per case, one fit on ``SparkEngine`` (Spark ``local[2]``, 2 partitions, the DataFrame cached and
 counted first) and one on ``LocalEngine`` (2 partitions, the same rows in the same order and the
-same representation: CSR where the VectorAssembler made vectors sparse), in one process, alternating
+same representation: CSR where the tasks hold CSR blocks), in one process, alternating
 (Spark, local, Spark, local, ... with ``--repeats``; medians).  Printed:
 
     session     seconds to start the Spark session (once)
@@ -45,6 +45,7 @@ from bench.common import load_libsvm, print_table
 from core.ebsvm import fit_ebsvm
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
+from core.rows import dense_enough
 from core.slant import fit_slant
 from core.spsvm import fit_spsvm
 from core.svc import fit_budget_svm, fit_csvc
@@ -152,18 +153,21 @@ def _spark_frame(spark, X, y):
     return frame
 
 
-def _block_timings(frame, n_features):
+def _block_timings(frame, n_features, dense):
     """Per task of one barrier stage over ``frame``: rows, bytes and seconds from its Arrow batches to the
-    numpy block, by the same conversion as the training tasks (``spark_bsvm.engine.blocks``)."""
+    numpy block, by the same conversion as the training tasks (``spark_bsvm.engine.blocks``; ``dense``: the
+    checks' ``DataSummary.dense``, rows at least half nonzero, which the tasks make dense blocks)."""
 
     def task(batches):
         import pyarrow as pa
 
+        from core.rows import to_dense
         from spark_bsvm.engine.blocks import rows_from_arrow
 
         start = time.perf_counter()
         table = pa.Table.from_batches(list(batches))
         rows = rows_from_arrow(table.column("features").combine_chunks(), n_features)
+        rows = to_dense(rows) if dense else rows
         size = rows.nbytes if isinstance(rows, np.ndarray) else rows.data.nbytes + rows.indices.nbytes
         yield pa.RecordBatch.from_pydict({"rows": [table.num_rows], "bytes": [size],
                                           "sparse": [not isinstance(rows, np.ndarray)],
@@ -230,10 +234,11 @@ def main():
             loaded.clear()
             X, y = data()
             frame = _spark_frame(spark, X, y)
-            _block_timings(frame, X.shape[1])  # the first conversion in these workers loads pyarrow's code
-            loaded[data] = (X, y, frame, _block_timings(frame, X.shape[1]))
+            dense = dense_enough(np.count_nonzero(X), *X.shape)
+            _block_timings(frame, X.shape[1], dense)  # the first conversion in these workers loads pyarrow's code
+            loaded[data] = (X, y, frame, _block_timings(frame, X.shape[1], dense))
         X, y, frame, blocks = loaded[data]
-        # the same rows as the tasks' blocks: CSR when the assembler made any vector sparse
+        # the same rows as the tasks' blocks: CSR when they are (LocalEngine makes it dense where the tasks do)
         X_local = sp.csr_matrix(X) if any(b["sparse"] for b in blocks) else X
         extra = make_extra(X_local, y) if make_extra else None
         runs = {"spark": [], "local": []}
