@@ -239,14 +239,21 @@ def _check(engine, reference, eta, epsilon, max_support, max_steps, candidates_p
 
 
 def _step_limit(max_steps, sq_norm, eta, epsilon, kmax):
-    """``max_steps``, or the convergence bound ||w||^2 / (eta (2 epsilon - eta Kmax)) of the module doc."""
+    """``max_steps``, or the convergence bound of the module doc (``_step_bound``)."""
     if max_steps is not None:
         return int(max_steps)
-    rate = eta * (2.0 * epsilon - eta * kmax)
-    if rate <= 0:
+    bound = _step_bound(sq_norm, eta, epsilon, kmax)
+    if bound is None:
         raise ValueError(f"with eta={eta:g}, epsilon={epsilon:g} and max |K(x, z)|={kmax:g}, 2 epsilon <= eta Kmax: "
                          "the method has no step bound, so give max_steps (or lower eta)")
-    return max(1, math.ceil(sq_norm / rate))
+    return bound
+
+
+def _step_bound(sq_norm, eta, epsilon, kmax):
+    """The convergence bound ||w||^2 / (eta (2 epsilon - eta Kmax)) on the steps (at least 1), or None when
+    2 epsilon <= eta Kmax leaves the method without one."""
+    rate = eta * (2.0 * epsilon - eta * kmax)
+    return max(1, math.ceil(sq_norm / rate)) if rate > 0 else None
 
 
 def _warn_cut(meta, path, reference, epsilon):
@@ -258,8 +265,8 @@ def _warn_cut(meta, path, reference, epsilon):
                      f"the model is the reference's bias {reference.bias:.3g} plus bumps of one sign, at most "
                      f"eta Kmax = {meta['eta'] * meta['kmax']:.3g} high each, so it predicts "
                      f"{reference.classes[int(reference.bias > 0)]!r} wherever they do not reach.")
-    rate = meta["eta"] * (2.0 * epsilon - meta["eta"] * meta["kmax"])
-    bound = f"up to {math.ceil(meta['reference']['sq_norm'] / rate):,} steps" if rate > 0 else "unboundedly many steps"
+    steps = _step_bound(meta["reference"]["sq_norm"], meta["eta"], epsilon, meta["kmax"])
+    bound = f"up to {steps:,} steps" if steps is not None else "unboundedly many steps"
     log.warning("slant sparsifier stopped by %s at %d support vectors with f(w~) = %.3g > epsilon = %g: the "
                 "paper's guarantee holds once f(w~) <= epsilon, which this reference (||w||^2 = %.4g) may take %s "
                 "to reach.%s For a small support set, sparsify a reference of smaller norm (smaller C or gamma) "
