@@ -45,7 +45,7 @@ from bench.common import load_libsvm, print_table
 from core.ebsvm import fit_ebsvm
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
-from core.rows import dense_enough
+from core.rows import dense_enough, to_dense
 from core.slant import fit_slant
 from core.spsvm import fit_spsvm
 from core.svc import fit_budget_svm, fit_csvc
@@ -120,10 +120,9 @@ def _same(a, b):
     """Equal models: support vectors (as rows) and coefficients within 1e-8, bias too."""
     if a.n_support != b.n_support:
         return False
-    rows = lambda m: m.support_vectors.toarray() if hasattr(m.support_vectors, "toarray") else m.support_vectors
-    order_a = np.lexsort(rows(a).T[::-1])
-    order_b = np.lexsort(rows(b).T[::-1])
-    return (np.allclose(rows(a)[order_a], rows(b)[order_b], rtol=0, atol=1e-12)
+    rows_a, rows_b = to_dense(a.support_vectors), to_dense(b.support_vectors)
+    order_a, order_b = np.lexsort(rows_a.T[::-1]), np.lexsort(rows_b.T[::-1])
+    return (np.allclose(rows_a[order_a], rows_b[order_b], rtol=0, atol=1e-12)
             and np.allclose(a.coef[order_a], b.coef[order_b], rtol=0, atol=1e-8)
             and abs(a.bias - b.bias) <= 1e-8)
 

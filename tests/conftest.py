@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from core import benchmark_files
+from core.rows import to_dense
+
 
 def load_libsvm(*parts, n_features):
     """A LIBSVM-format benchmark file as (CSR, labels); skips the test when it is absent."""
@@ -137,9 +139,8 @@ def rings_frame(spark, n, seed):
 
 def _by_row(model):
     """A model's expansion as {row: summed coefficient}: ids are positions, rows are content."""
-    rows = model.support_vectors
     terms = {}
-    for row, coef in zip(rows.toarray() if hasattr(rows, "toarray") else np.asarray(rows), model.coef):
+    for row, coef in zip(to_dense(model.support_vectors), model.coef):
         terms[tuple(row)] = terms.get(tuple(row), 0.0) + coef
     return terms
 

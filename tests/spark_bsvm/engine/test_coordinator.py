@@ -8,6 +8,7 @@ import pytest
 
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
+from core.rows import to_dense
 from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm.engine import SparkEngine, rounds, wire
@@ -32,9 +33,7 @@ def data():
 
 def _same_model(a, b, atol=1e-9):
     assert a.n_support == b.n_support
-    rows = [m.support_vectors.toarray() if hasattr(m.support_vectors, 'toarray') else m.support_vectors
-            for m in (a, b)]
-    np.testing.assert_array_equal(*rows)  # same support set
+    np.testing.assert_array_equal(to_dense(a.support_vectors), to_dense(b.support_vectors))  # same support set
     np.testing.assert_allclose(a.coef, b.coef, rtol=0, atol=atol)
     assert a.bias == pytest.approx(b.bias, abs=atol)
 
