@@ -167,7 +167,8 @@ def _smo_solve(K, y, grad, alpha, upper, sum_bound, sq_bound, ridge, tol, max_it
 def smo_solve(K, y, grad, alpha, upper, sum_bound=np.inf, sq_bound=np.inf, ridge=0.0, tol=1e-3, max_iter=100_000):
     """Solve the working-set sub-problem in place; return (iterations, violation).
 
-    K: (q, q) kernel matrix of the working set; y: labels in {-1, +1};
+    K: kernel matrix of the working set, its leading (q, q) block when K is
+    a larger buffer (``core.working_set``); y: labels in {-1, +1};
     grad: gradient Q a + p at ``alpha`` (updated in place); alpha: feasible
     start (updated in place); upper: box bounds U_i (may be inf);
     sum_bound / sq_bound: what the other variables leave of the budget sums
@@ -184,6 +185,6 @@ def smo_solve(K, y, grad, alpha, upper, sum_bound=np.inf, sq_bound=np.inf, ridge
         if not isinstance(arr, np.ndarray) or arr.dtype != np.float64 or not arr.flags.c_contiguous:
             raise ValueError(f"{name} must be a C-contiguous float64 array (it is updated in place)")
     n = y.shape[0]
-    if K.shape != (n, n) or grad.shape != (n,) or alpha.shape != (n,) or upper.shape != (n,):
-        raise ValueError("K must be (q, q) and y, grad, alpha, upper length q")
+    if K.ndim != 2 or min(K.shape) < n or grad.shape != (n,) or alpha.shape != (n,) or upper.shape != (n,):
+        raise ValueError("K must be at least (q, q) and y, grad, alpha, upper length q")
     return _smo_solve(K, y, grad, alpha, upper, float(sum_bound), float(sq_bound), float(ridge), float(tol), int(max_iter))

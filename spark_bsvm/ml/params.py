@@ -339,7 +339,7 @@ class _DualSolverParams(Params):
     maxIter = Param(Params._dummy(), "maxIter", "most decomposition rounds of a dual solve (integer >= 1)",
                     TypeConverters.toInt)
     workingSetSize = Param(Params._dummy(), "workingSetSize", "examples per decomposition round at the start "
-                           "(grows with the number of free support vectors, up to 4096 or this size if "
+                           "(grows with the number of free support vectors, up to 8192 or this size if "
                            "larger; integer >= 1)",
                            TypeConverters.toInt)
 

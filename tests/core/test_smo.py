@@ -55,5 +55,21 @@ def test_smo_ridge_is_a_diagonal_term():
 def test_smo_rejects_bad_shapes():
     with pytest.raises(ValueError, match="updated in place"):
         smo_solve(np.eye(2), np.ones(2), [1.0, 1.0], np.zeros(2), np.ones(2))
-    with pytest.raises(ValueError, match=r"\(q, q\)"):
-        smo_solve(np.eye(3), np.ones(2), np.zeros(2), np.zeros(2), np.ones(2))
+    with pytest.raises(ValueError, match=r"at least \(q, q\)"):
+        smo_solve(np.eye(1), np.ones(2), np.zeros(2), np.zeros(2), np.ones(2))
+
+
+def test_smo_reads_only_the_leading_block_of_a_larger_buffer():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 3))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=40) > 0, 1.0, -1.0)
+    K = np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    buffer = np.full((45, 45), np.nan)  # stale entries outside the working set's block
+    buffer[:40, :40] = K
+    results = []
+    for matrix in (K, buffer):
+        alpha, grad = np.zeros(40), -np.ones(40)
+        smo_solve(matrix, y, grad, alpha, np.full(40, 2.0), tol=1e-8, max_iter=10**6)
+        results.append(alpha)
+    np.testing.assert_array_equal(results[0], results[1])
+    assert np.isfinite(results[1]).all() and results[1].max() > 0
