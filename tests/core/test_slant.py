@@ -2,6 +2,7 @@
 bad input."""
 
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -111,7 +112,9 @@ def test_a_path_cut_long_before_convergence_warns_that_its_model_is_one_sided(ca
         cut = fit_slant(LocalEngine(X, y, n_partitions=2), reference, max_support=10)
     assert cut.metadata["stopped"] == "max_support" and not cut.metadata["converged"]
     assert np.all(cut.coef > 0) and reference.bias < -0.5 and np.all(cut.predict(X) == -1)
-    assert "stopped by max_support at 10 support vectors with f(w~) = 1.5 > epsilon = 0.5" in caplog.text
+    # f(w~) follows the reference, which is exact only to the dual's tol: 1.5 or 1.51
+    assert re.search(r"stopped by max_support at 10 support vectors with f\(w~\) = 1\.51? > epsilon = 0\.5",
+                     caplog.text)
     assert "may take up to 860 steps" in caplog.text
     assert "All 10 support vectors are of class 1.0" in caplog.text and "predicts -1.0 wherever" in caplog.text
     # a reference of smaller norm (C = 0.1: ||w||^2 = 18) converges within 14 support vectors, without a warning,
