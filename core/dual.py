@@ -152,7 +152,8 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     support = SupportSet() if support is None else support
     spec = kernel.to_dict()
     feature_map = feature_map or {}
-    base = {"kernel": spec, "C": problem.C, "ridge": float(ridge), "map_key": feature_map.get("map_key")}
+    base = {"kernel": spec, "C": problem.C, "ridge": float(ridge), "map_key": feature_map.get("map_key"),
+            "shrink_below": -np.inf, "shrink_above": np.inf, "unshrink": False}
     size = working_set_size
     request = dict(base, **feature_map, **_NO_UPDATE, reset=reset, n_select=max(1, size // 4))
     if reset:
@@ -161,6 +162,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     violation, converged = np.inf, False
     carry, carried_ids = None, np.zeros(0, np.int64)
     ws_kernel = WorkingSetKernel(kernel, min(max(size, _MAX_WORKING_SET), engine.n_examples))
+    shrinking = True
     progress = Progress("dual decomposition", unit="rounds")  # its end is the violation reaching tol
     for rounds in range(1, max_rounds + 2):
         answers = engine.run(dual_round, request,
@@ -174,6 +176,12 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
                  rounds, len(support), objective, violation, time.perf_counter() - start)
         progress.update(rounds, f"violation {violation:.3g} (stops below {tol:.3g}), support {len(support)}")
         if violation < tol:
+            if sum(a["shrunk"] for a in answers):
+                # optimal over the active examples: restore the shrunk ones and look again, from now on
+                # without shrinking (as LIBSVM, which restores once)
+                shrinking = False
+                request = dict(base, **_NO_UPDATE, reset=False, n_select=max(1, size // 4), unshrink=True)
+                continue
             converged = True
             break
         if rounds > max_rounds:
@@ -210,6 +218,9 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
         request = dict(base, reset=False, n_select=max(1, size // 4), ws_ids=ws_ids[changed],
                        ws_rows=ws_rows[np.flatnonzero(changed)], ws_y=y_ws[changed],
                        ws_alpha_old=alpha_old[changed], ws_alpha=alpha_ws[changed])
+        if shrinking:
+            # this round's extremes of s over I_up and I_low, over both classes (core.partition.dual)
+            request.update(shrink_below=float(stats["low_min"].min()), shrink_above=float(stats["up_max"].max()))
     budget_tight = _is_tight(problem.sum_bound, support.sums()[0])
     return DualSolution(support, _rho(stats, budget_tight), objective, rounds, violation, converged)
 

@@ -10,16 +10,20 @@ from core import kernels
 from core.config import NJIT
 from core.kernels import KernelSpec, kernel_block
 from core.partition.data import PartitionData
-from core.rows import as_rows, is_sparse, n_rows
+from core.rows import as_rows, is_sparse, n_rows, take_rows
 
 
-def kernel_times(data, rows, coef, kernel):
-    """sum_j coef_j K(x_i, z_j) for every row x_i of the partition (``core.kernels.kernel_times``);
-    zeros when ``rows`` is empty (whatever its width: a round that changed no variable)."""
-    if n_rows(rows) == 0:
-        return np.zeros(len(data))
+def kernel_times(data, rows, coef, kernel, at=None):
+    """sum_j coef_j K(x_i, z_j) for every row x_i of the partition, or for its rows ``at`` (indices)
+    (``core.kernels.kernel_times``); zeros when ``rows`` is empty (whatever its width: a round that
+    changed no variable)."""
+    n = len(data) if at is None else len(at)
+    if n_rows(rows) == 0 or n == 0:
+        return np.zeros(n)
     spec = kernel if isinstance(kernel, KernelSpec) else KernelSpec.from_dict(kernel)
-    return kernels.kernel_times(data.rows, rows, spec, coef, x_sq_norms=data.sq_norms)
+    if at is None:
+        return kernels.kernel_times(data.rows, rows, spec, coef, x_sq_norms=data.sq_norms)
+    return kernels.kernel_times(take_rows(data.rows, at), rows, spec, coef, x_sq_norms=data.sq_norms[at])
 
 
 def locate(data, ids):

@@ -41,6 +41,26 @@ def test_matches_libsvm_on_generated_data():
     np.testing.assert_allclose(model.decision_function(Xt), svc.decision_function(Xt), atol=5e-3)
 
 
+def test_a_fit_shrinks_and_ends_on_a_round_with_every_example_restored(monkeypatch):
+    import core.dual
+    shrunk = []
+
+    def counting(data, state, request):
+        state, answer = dual_round(data, state, request)
+        shrunk.append((answer["shrunk"], request["unshrink"]))
+        return state, answer
+
+    dual_round = core.dual.dual_round
+    monkeypatch.setattr(core.dual, "dual_round", counting)
+    X, y = make_rings(1500, 6, seed=3)
+    Xt, yt = make_rings(1000, 6, seed=4)
+    model, _ = _compare(X, y, Xt, yt, C=10.0, gamma=0.3, partitions=3)
+    assert model.metadata["converged"] and max(count for count, _ in shrunk) > 100
+    # optimal over the active examples, the partitions restored the shrunk ones (then went on without shrinking)
+    restored = shrunk.index((0, True))
+    assert shrunk[restored:restored + 3] == [(0, True)] * 3 and all(count == 0 for count, _ in shrunk[restored:])
+
+
 def test_partitioning_does_not_change_the_model():
     X, y = make_rings(600, 5, seed=5)
     kernel = KernelSpec("rbf", gamma=0.5)

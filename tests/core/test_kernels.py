@@ -100,6 +100,18 @@ def test_thread_pool_and_calling_thread_fill_the_same_block(monkeypatch, spec, s
     assert_allclose(pooled, naive_kernel(X, Z, spec), rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("spec", [KernelSpec("rbf", gamma=0.3), KernelSpec("linear")])
+def test_a_rows_values_do_not_depend_on_how_many_rows_share_its_tile(spec):
+    # a one-row GEMM goes to GEMV in BLAS, with other last bits; a partition that restores one shrunk row,
+    # or ends on a one-row tile, must get the values it gets among other rows
+    rng = np.random.default_rng(5)
+    X, Z, coef = rng.normal(size=(9, 4)), rng.normal(size=(249, 4)), rng.normal(size=249)
+    block, times = kernel_block(X, Z, spec), kernel_times(X, Z, spec, coef)
+    for k in range(9):
+        assert_array_equal(kernel_block(X[k:k + 1], Z, spec)[0], block[k])
+        assert kernel_times(X[k:k + 1], Z, spec, coef)[0] == times[k]
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_rbf_identical_rows_give_exactly_one(kind):
     X = _rows(200, 30, 3, kind) * 7.0

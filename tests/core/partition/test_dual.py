@@ -24,13 +24,19 @@ def _partition(seed=0, n=40, sparse=False):
 
 def _request(**kw):
     base = dict(kernel=KERNEL.to_dict(), C=1.0, ridge=0.0, n_select=3, reset=False,
-                ws_ids=np.zeros(0, np.int64), ws_rows=None, ws_y=None, ws_alpha_old=None, ws_alpha=None)
+                ws_ids=np.zeros(0, np.int64), ws_rows=None, ws_y=None, ws_alpha_old=None, ws_alpha=None,
+                shrink_below=-np.inf, shrink_above=np.inf, unshrink=False)
     base.update(kw)
     return base
 
 
 def _dense(rows):
     return rows.toarray() if sp.issparse(rows) else rows
+
+
+def _state(alpha, grad, upper):
+    """A partition state with every example active."""
+    return {"alpha": alpha, "grad": grad, "upper": upper, "shrunk_at": np.full(alpha.size, -1), "log": []}
 
 
 @pytest.mark.parametrize("sparse", [False, True])
@@ -61,7 +67,7 @@ def test_candidates_are_the_most_violating_of_each_set():
     rng = np.random.default_rng(2)
     alpha = np.where(rng.random(60) < 0.5, rng.random(60), 0.0)
     alpha[:5] = 1.0  # at the upper bound
-    state = {"alpha": alpha, "grad": rng.standard_normal(60), "upper": np.ones(60)}
+    state = _state(alpha, rng.standard_normal(60), np.ones(60))
     grad = state["grad"].copy()
     _, answer = dual_round(data, state, _request(n_select=3))
     score = -data.y * grad
@@ -84,6 +90,43 @@ def test_candidates_are_the_most_violating_of_each_set():
 
 def test_ridge_enters_the_selection_scores():
     data = _partition(seed=3)
-    state = {"alpha": np.full(len(data), 0.5), "grad": np.zeros(len(data)), "upper": np.ones(len(data))}
+    state = _state(np.full(len(data), 0.5), np.zeros(len(data)), np.ones(len(data)))
     _, answer = dual_round(data, state, _request(ridge=2.0))
     np.testing.assert_allclose(answer["cand_score"], -answer["cand_y"] * 1.0)  # F = G + mu a = 1
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_shrunk_examples_leave_the_selection_and_come_back_with_exact_gradients(sparse):
+    data = _partition(seed=4, n=50, sparse=sparse)
+    K = naive_kernel(_dense(data.rows), _dense(data.rows), KERNEL)
+    rng = np.random.default_rng(5)
+    alpha = np.zeros(len(data))
+    state, _ = dual_round(data, {}, _request(reset=True, sv_ids=data.ids[:0], sv_rows=data.rows[:0],
+                                             sv_y=data.y[:0], sv_alpha=np.zeros(0)))
+
+    def step(ws, new, **kw):
+        nonlocal state
+        request = _request(ws_ids=data.ids[ws], ws_rows=data.rows[ws], ws_y=data.y[ws], ws_alpha_old=alpha[ws],
+                           ws_alpha=new, n_select=len(data), **kw)
+        alpha[ws] = new
+        state, answer = dual_round(data, state, request)
+        return answer
+
+    step(np.arange(0, 20, 2), np.full(10, 0.4))
+    # thresholds that shrink every example at a bound (all but the two free ones: each pairs one way only)
+    answer = step(np.array([1, 3]), np.array([0.2, 1.0]), shrink_below=np.inf, shrink_above=-np.inf)
+    shrunk = np.flatnonzero(state["shrunk_at"] >= 0)
+    assert answer["shrunk"] == shrunk.size > 20 and not set(data.ids[shrunk]) & set(answer["cand_ids"].tolist())
+    assert np.all((alpha[shrunk] == 0) | (alpha[shrunk] == 1))
+    step(np.array([0, 5]), np.array([0.1, 0.3]))  # example 5 was shrunk: it moves and is restored
+    assert state["shrunk_at"][5] == -1 and state["log"]
+    for round_ in range(3):
+        ws = rng.choice(np.flatnonzero(state["shrunk_at"] < 0), 4, replace=False)
+        step(ws, rng.random(4))
+    expected = data.y * (K @ (alpha * data.y)) - 1.0
+    active = state["shrunk_at"] < 0
+    np.testing.assert_allclose(state["grad"][active], expected[active], atol=1e-12)
+    assert not np.allclose(state["grad"][~active], expected[~active], atol=1e-6)  # stale while shrunk
+    answer = dual_round(data, state, _request(unshrink=True))[1]
+    np.testing.assert_allclose(state["grad"], expected, atol=1e-12)
+    assert answer["shrunk"] == 0 and not state["log"]
