@@ -6,10 +6,12 @@
 Each round every partition applies the previous working set's alpha changes
 to its gradients and returns its most violating examples (``dual_round``);
 the driver merges them into a working set of q examples and solves the
-q-variable sub-problem with the numba SMO of ``core.smo``.  The loop stops
+q-variable sub-problem with the numba SMO of ``core.smo``, over a kernel
+matrix kept from round to round (``core.working_set``).  The partitions
+shrink examples that cannot pair (``core.partition.dual``).  The loop stops
 when no allowed pair of classes violates the optimality conditions by more
 than ``tol`` (LIBSVM's stopping rule, with the budget's restriction on
-pairs).  The bias follows LIBSVM: the mean over free variables, per class
+pairs) in a round with no example shrunk.  The bias follows LIBSVM: the mean over free variables, per class
 when the budget constraint is active (as for nu-SVM), else the midpoint of
 the feasible interval.
 """
@@ -177,8 +179,8 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
         progress.update(rounds, f"violation {violation:.3g} (stops below {tol:.3g}), support {len(support)}")
         if violation < tol:
             if sum(a["shrunk"] for a in answers):
-                # optimal over the active examples: restore the shrunk ones and look again, from now on
-                # without shrinking (as LIBSVM, which restores once)
+                # optimal over the active examples: restore the shrunk ones and look again; from then on
+                # without shrinking, so that a solve restores at most once
                 shrinking = False
                 request = dict(base, **_NO_UPDATE, reset=False, n_select=max(1, size // 4), unshrink=True)
                 continue
