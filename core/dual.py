@@ -169,11 +169,8 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     for rounds in range(1, max_rounds + 2):
         answers = engine.run(dual_round, request,
                              rebuild=lambda: _rebuild_request(dict(request, **feature_map), support, engine))
-        stats = {k: _reduce(answers, k) for k in _STAT_KEYS}
+        stats, violation, objective = _summary(answers, problem, support)
         sum_alpha, sum_sq = support.sums()
-        budget_tight = _is_tight(problem.sum_bound, sum_alpha)
-        violation = _violation(stats["up_max"], stats["low_min"], budget_tight)
-        objective = 0.5 * sum(a["objective_part"] for a in answers)
         log.info("dual round %d: support %d, objective %.6g, violation %.3g, %.1fs",
                  rounds, len(support), objective, violation, time.perf_counter() - start)
         progress.update(rounds, f"violation {violation:.3g} (stops below {tol:.3g}), support {len(support)}")
@@ -223,8 +220,21 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
         if shrinking:
             # this round's extremes of s over I_up and I_low, over both classes (core.partition.dual)
             request.update(shrink_below=float(stats["low_min"].min()), shrink_above=float(stats["up_max"].max()))
+    if sum(a["shrunk"] for a in answers):
+        # stopped (max_rounds, or a stall) with examples shrunk: restore them for exact statistics and objective
+        request = dict(base, **_NO_UPDATE, reset=False, n_select=1, unshrink=True)
+        answers = engine.run(dual_round, request,
+                             rebuild=lambda: _rebuild_request(dict(request, **feature_map), support, engine))
+        stats, violation, objective = _summary(answers, problem, support)
     budget_tight = _is_tight(problem.sum_bound, support.sums()[0])
     return DualSolution(support, _rho(stats, budget_tight), objective, rounds, violation, converged)
+
+
+def _summary(answers, problem, support):
+    """A round's reduced statistics, the violation (over the class pairs the budget allows) and f(a)."""
+    stats = {k: _reduce(answers, k) for k in _STAT_KEYS}
+    violation = _violation(stats["up_max"], stats["low_min"], _is_tight(problem.sum_bound, support.sums()[0]))
+    return stats, violation, 0.5 * sum(a["objective_part"] for a in answers)
 
 
 def _rebuild_request(request, support, engine):

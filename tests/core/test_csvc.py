@@ -61,6 +61,27 @@ def test_a_fit_shrinks_and_ends_on_a_round_with_every_example_restored(monkeypat
     assert shrunk[restored:restored + 3] == [(0, True)] * 3 and all(count == 0 for count, _ in shrunk[restored:])
 
 
+def test_a_fit_stopped_while_examples_are_shrunk_reports_the_exact_objective(monkeypatch):
+    import core.dual
+    shrunk = []
+
+    def counting(data, state, request):
+        state, answer = dual_round(data, state, request)
+        shrunk.append(answer["shrunk"])
+        return state, answer
+
+    dual_round = core.dual.dual_round
+    monkeypatch.setattr(core.dual, "dual_round", counting)
+    X, y = make_rings(1500, 6, seed=3)
+    kernel = KernelSpec("rbf", gamma=0.3)
+    model = fit_csvc(LocalEngine(X, y, n_partitions=3), C=10.0, kernel=kernel, max_rounds=5)
+    assert not model.metadata["converged"] and sum(shrunk[-6:-3]) > 0 and sum(shrunk[-3:]) == 0
+    alpha = np.zeros(len(y))
+    alpha[model.support_ids] = np.abs(model.coef)
+    objective = naive_dual_objective(kernel_block(X, X, kernel), y, alpha)
+    assert model.metadata["objective"] == pytest.approx(objective, rel=1e-12)
+
+
 def test_partitioning_does_not_change_the_model():
     X, y = make_rings(600, 5, seed=5)
     kernel = KernelSpec("rbf", gamma=0.5)
