@@ -76,11 +76,24 @@ def _in_low(k, y, alpha, upper):
 
 
 @numba.njit(**NJIT)
+def _score(k, y, grad, alpha, upper, up_score, low_score):
+    """What the selection reads of example k: s_k = -y_k G_k where k may pair as i (I_up), y_k G_k where it
+    may pair as j (I_low), -inf where it may not.  Kept for every k by the gradient's pass, the selection's
+    passes read two arrays instead of four, and with fewer branches."""
+    score = y[k] * grad[k]
+    up_score[k] = -score if _in_up(k, y, alpha, upper) else -np.inf
+    low_score[k] = score if _in_low(k, y, alpha, upper) else -np.inf
+
+
+@numba.njit(**NJIT)
 def _smo_solve(K, y, grad, alpha, upper, sum_bound, sq_bound, ridge, tol, max_iter):
     n = y.shape[0]
     diag = np.empty(n)
+    up_score = np.empty(n)
+    low_score = np.empty(n)
     for k in range(n):
         diag[k] = K[k, k]
+        _score(k, y, grad, alpha, upper, up_score, low_score)
     sum_slack = sum_bound - alpha.sum()
     sq_slack = sq_bound - (alpha * alpha).sum()
     sum_tight = _TIGHT * max(1.0, sum_bound) if sum_bound < np.inf else 0.0
@@ -106,15 +119,15 @@ def _smo_solve(K, y, grad, alpha, upper, sum_bound, sq_bound, ridge, tol, max_it
             i = -1
             g_max = -np.inf
             for k in range(n):
-                if (cls == 0.0 or y[k] == cls) and _in_up(k, y, alpha, upper) and -y[k] * grad[k] > g_max:
-                    g_max = -y[k] * grad[k]
+                if up_score[k] > g_max and (cls == 0.0 or y[k] == cls):
+                    g_max = up_score[k]
                     i = k
             if i < 0:
                 continue
             K_i = K[i]
             for j in range(n):
-                g = g_max + y[j] * grad[j]
-                if g <= 0.0 or j == i or not _in_low(j, y, alpha, upper):
+                g = g_max + low_score[j]  # -inf where j is not in I_low
+                if g <= 0.0 or j == i:
                     continue
                 q = max(diag[i] + diag[j] - 2.0 * K_i[j] + 2.0 * ridge, _TAU)
                 t = g / q
@@ -158,8 +171,11 @@ def _smo_solve(K, y, grad, alpha, upper, sum_bound, sq_bound, ridge, tol, max_it
         K_j = K[j]
         for k in range(n):
             grad[k] += y[k] * (d_i * K_i[k] + d_j * K_j[k])  # K is symmetric: rows, not columns
+            _score(k, y, grad, alpha, upper, up_score, low_score)
         grad[i] += ridge * (alpha[i] - old_i)
         grad[j] += ridge * (alpha[j] - old_j)
+        _score(i, y, grad, alpha, upper, up_score, low_score)
+        _score(j, y, grad, alpha, upper, up_score, low_score)
         it += 1
     return it, violation
 
