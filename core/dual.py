@@ -11,9 +11,9 @@ matrix kept from round to round (``core.working_set``).  The partitions
 shrink examples that cannot pair (``core.partition.dual``).  The loop stops
 when no allowed pair of classes violates the optimality conditions by more
 than ``tol`` (LIBSVM's stopping rule, with the budget's restriction on
-pairs) in a round with no example shrunk.  The bias follows LIBSVM: the mean over free variables, per class
-when the budget constraint is active (as for nu-SVM), else the midpoint of
-the feasible interval.
+pairs) in a round with no example shrunk.  The bias follows LIBSVM: the
+mean over free variables, per class when the budget constraint is active
+(as for nu-SVM), else the midpoint of the feasible interval.
 """
 
 import logging
@@ -226,6 +226,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
         answers = engine.run(dual_round, request,
                              rebuild=lambda: _rebuild_request(dict(request, **feature_map), support, engine))
         stats, violation, objective = _summary(answers, problem, support)
+        converged = violation < tol  # the loop may have ended on the round that found the active ones optimal
     budget_tight = _is_tight(problem.sum_bound, support.sums()[0])
     return DualSolution(support, _rho(stats, budget_tight), objective, rounds, violation, converged)
 
