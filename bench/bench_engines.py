@@ -160,13 +160,11 @@ def _block_timings(frame, n_features, dense):
     def task(batches):
         import pyarrow as pa
 
-        from core.rows import to_dense
         from spark_bsvm.engine.blocks import rows_from_arrow
 
         start = time.perf_counter()
         table = pa.Table.from_batches(list(batches))
-        rows = rows_from_arrow(table.column("features").combine_chunks(), n_features)
-        rows = to_dense(rows) if dense else rows
+        rows = rows_from_arrow(table.column("features").combine_chunks(), n_features, dense)
         size = rows.nbytes if isinstance(rows, np.ndarray) else rows.data.nbytes + rows.indices.nbytes
         yield pa.RecordBatch.from_pydict({"rows": [table.num_rows], "bytes": [size],
                                           "sparse": [not isinstance(rows, np.ndarray)],

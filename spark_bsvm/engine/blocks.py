@@ -253,12 +253,18 @@ def _check_sizes(sizes, n_features):
                          "assemble the features consistently")
 
 
-def rows_from_arrow(column, n_features):
-    """The features column of a task's Arrow batches as a dense array or a CSR block.
+def rows_from_arrow(column, n_features, dense=False):
+    """The features column of a task's Arrow batches as a dense array or a CSR block (with ``dense``,
+    ``DataSummary.dense``: a dense array even where the vectors were sparse, as ``LocalEngine`` makes).
 
     Either a list<double> column (an array<double> or array<float> features column: dense rows) or a
     VectorUDT column (Arrow struct type/size/indices/values, dense and sparse rows mixed).
     """
+    rows = _rows_from_arrow(column, n_features)
+    return to_dense(rows) if dense else rows
+
+
+def _rows_from_arrow(column, n_features):
     import pyarrow as pa
     import scipy.sparse as sp
 
@@ -316,8 +322,8 @@ def _validation_rows(groups, n_rows):
 
 def partition_block(batches, pid, n_features, classes, has_weight, has_validation=False, dense=False):
     """A task's Arrow batches as a ``PartitionData`` (a ValueError names what is wrong with its rows); with
-    ``has_validation``, the rows whose ``validation`` column is true are its validation rows; with ``dense``
-    (``DataSummary.dense``), a dense block even where the vectors were sparse, as ``LocalEngine`` makes."""
+    ``has_validation``, the rows whose ``validation`` column is true are its validation rows; ``dense``: as
+    ``rows_from_arrow``'s."""
     import pyarrow as pa
 
     from core.partition.data import PartitionData
@@ -328,9 +334,7 @@ def partition_block(batches, pid, n_features, classes, has_weight, has_validatio
         raise ValueError(f"partition {pid} of the training data is empty, although every partition had rows when "
                          "the data were checked: the DataFrame gives other rows each time it is read (a "
                          "nondeterministic source or transformation); cache or checkpoint it before the fit")
-    rows = rows_from_arrow(table.column("features").combine_chunks(), n_features)
-    if dense:
-        rows = to_dense(rows)
+    rows = rows_from_arrow(table.column("features").combine_chunks(), n_features, dense)
     labels = np.asarray(table.column("label").to_pylist())
     y = np.where(labels == classes[1], 1.0, -1.0)
     weight = table.column("weight").to_numpy() if has_weight else np.ones(len(y))

@@ -40,6 +40,10 @@ def test_mixed_dense_and_sparse_vectors_become_the_same_csr_block():
     np.testing.assert_array_equal(rows.toarray(), X)
     # a slice of the column (Arrow offsets) converts to the matching rows
     np.testing.assert_array_equal(rows_from_arrow(column.slice(10, 20), 7).toarray(), X[10:30])
+    # dense=True (DataSummary.dense): the same rows as one dense array
+    dense = rows_from_arrow(column, 7, dense=True)
+    assert isinstance(dense, np.ndarray) and dense.flags.c_contiguous
+    np.testing.assert_array_equal(dense, X)
 
 
 def test_spark_fit_on_sparse_vectors_equals_the_local_fit_on_csr(spark):
