@@ -36,6 +36,7 @@ _MAX_WORKING_SET = 8192  # its kernel matrix is 512 MiB (4096: 1.4x the CPU on c
 _INNER_TOL_SHARE = 0.3  # a sub-problem stops at this share of the round's violation (or at tol)
 _STAT_KEYS = ("up_max", "low_min", "free_count", "free_sum", "upper_max", "zero_min")
 _NO_UPDATE = {"ws_ids": np.zeros(0, np.int64), "ws_rows": None, "ws_y": None, "ws_alpha_old": None, "ws_alpha": None}
+_RESTORE = dict(_NO_UPDATE, reset=False, unshrink=True)  # a round that only restores the shrunk examples
 
 
 @dataclass
@@ -166,9 +167,13 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     ws_kernel = WorkingSetKernel(kernel, min(max(size, _MAX_WORKING_SET), engine.n_examples))
     shrinking = True
     progress = Progress("dual decomposition", unit="rounds")  # its end is the violation reaching tol
+
+    def run_round(request):
+        return engine.run(dual_round, request,
+                          rebuild=lambda: _rebuild_request(dict(request, **feature_map), support, engine))
+
     for rounds in range(1, max_rounds + 2):
-        answers = engine.run(dual_round, request,
-                             rebuild=lambda: _rebuild_request(dict(request, **feature_map), support, engine))
+        answers = run_round(request)
         stats, violation, objective = _summary(answers, problem, support)
         sum_alpha, sum_sq = support.sums()
         log.info("dual round %d: support %d, objective %.6g, violation %.3g, %.1fs",
@@ -179,7 +184,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
                 # optimal over the active examples: restore the shrunk ones and look again; from then on
                 # without shrinking, so that a solve restores at most once
                 shrinking = False
-                request = dict(base, **_NO_UPDATE, reset=False, n_select=max(1, size // 4), unshrink=True)
+                request = dict(base, **_RESTORE, n_select=max(1, size // 4))
                 continue
             converged = True
             break
@@ -222,9 +227,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
             request.update(shrink_below=float(stats["low_min"].min()), shrink_above=float(stats["up_max"].max()))
     if sum(a["shrunk"] for a in answers):
         # stopped (max_rounds, or a stall) with examples shrunk: restore them for exact statistics and objective
-        request = dict(base, **_NO_UPDATE, reset=False, n_select=1, unshrink=True)
-        answers = engine.run(dual_round, request,
-                             rebuild=lambda: _rebuild_request(dict(request, **feature_map), support, engine))
+        answers = run_round(dict(base, **_RESTORE, n_select=1))
         stats, violation, objective = _summary(answers, problem, support)
         converged = violation < tol  # the loop may have ended on the round that found the active ones optimal
     budget_tight = _is_tight(problem.sum_bound, support.sums()[0])

@@ -94,11 +94,11 @@ def dual_round(data, state, request):
     kernel = request["kernel"]
     if len(request["ws_ids"]):
         coef = request["ws_y"] * (request["ws_alpha"] - request["ws_alpha_old"])
-        active = np.flatnonzero(shrunk_at < 0)
-        if active.size == len(data):
+        updated = np.flatnonzero(shrunk_at < 0)  # the active examples; the shrunk ones get a log entry
+        if updated.size == len(data):
             grad += data.y * kernel_times(data, request["ws_rows"], coef, kernel)
         else:
-            grad[active] += data.y[active] * kernel_times(data, request["ws_rows"], coef, kernel, at=active)
+            grad[updated] += data.y[updated] * kernel_times(data, request["ws_rows"], coef, kernel, at=updated)
             state["log"].append((request["ws_ids"], request["ws_rows"], coef))
         local, which = locate(data, request["ws_ids"])
         alpha[local] = request["ws_alpha"][which]
