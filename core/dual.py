@@ -174,8 +174,8 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
 
     for rounds in range(1, max_rounds + 2):
         answers = run_round(request)
-        stats, violation, objective = _summary(answers, problem, support)
         sum_alpha, sum_sq = support.sums()
+        stats, violation, objective = _summary(answers, problem, sum_alpha)
         log.info("dual round %d: support %d, objective %.6g, violation %.3g, %.1fs",
                  rounds, len(support), objective, violation, time.perf_counter() - start)
         progress.update(rounds, f"violation {violation:.3g} (stops below {tol:.3g}), support {len(support)}")
@@ -228,16 +228,17 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     if sum(a["shrunk"] for a in answers):
         # stopped (max_rounds, or a stall) with examples shrunk: restore them for exact statistics and objective
         answers = run_round(dict(base, **_RESTORE, n_select=1))
-        stats, violation, objective = _summary(answers, problem, support)
+        stats, violation, objective = _summary(answers, problem, support.sums()[0])
         converged = violation < tol  # the loop may have ended on the round that found the active ones optimal
     budget_tight = _is_tight(problem.sum_bound, support.sums()[0])
     return DualSolution(support, _rho(stats, budget_tight), objective, rounds, violation, converged)
 
 
-def _summary(answers, problem, support):
-    """A round's reduced statistics, the violation (over the class pairs the budget allows) and f(a)."""
+def _summary(answers, problem, sum_alpha):
+    """A round's reduced statistics, the violation (over the class pairs the budget allows, at sum a =
+    ``sum_alpha``) and f(a)."""
     stats = {k: _reduce(answers, k) for k in _STAT_KEYS}
-    violation = _violation(stats["up_max"], stats["low_min"], _is_tight(problem.sum_bound, support.sums()[0]))
+    violation = _violation(stats["up_max"], stats["low_min"], _is_tight(problem.sum_bound, sum_alpha))
     return stats, violation, 0.5 * sum(a["objective_part"] for a in answers)
 
 
