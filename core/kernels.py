@@ -109,8 +109,10 @@ class KernelSpec:
         return cls(**d)
 
 
-def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None):
-    """The kernel matrix K[i, j] = K(x_i, z_j), shape (n_x, n_z), float64, C-contiguous.
+def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False):
+    """The kernel matrix K[i, j] = K(x_i, z_j), shape (n_x, n_z), float64, C-contiguous; with
+    ``transposed``, its transpose K(Z, X), shape (n_z, n_x), C-contiguous, each tile written
+    transposed (no copy of the block, and X stays the side that is tiled: CSR or many rows).
 
     X and Z are row blocks (dense or CSR, see ``core.rows``); anything else is
     coerced with ``as_rows``.  A sparse Z is densified, so Z should have few
@@ -121,15 +123,14 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None):
     the diagonal are computed and mirrored: half the work, and K exactly
     symmetric.
     """
-    symmetric = Z is X and (z_sq_norms is None or z_sq_norms is x_sq_norms)
+    symmetric = Z is X and (z_sq_norms is None or z_sq_norms is x_sq_norms) and not transposed
     if symmetric:
         z_sq_norms = x_sq_norms
     X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms)
     n, m = X.shape[0], Z.shape[0]
-    K = np.empty((n, m))
+    K = np.empty((m, n) if transposed else (n, m))
     if n == 0 or m == 0:
         return K
-    Zt = np.ascontiguousarray(Z.T)  # BLAS and the CSR loop both run faster on (p, m) C-order
     depth = _depth(X)
     rows, cols = _tile_shape(m, depth)
     if symmetric:  # square tiles of as many multiply-adds, so that a tile's mirror is a tile
@@ -137,7 +138,8 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None):
     pooled = _worth_a_pool(n, m, depth, rows, cols)
     workers = numba.get_num_threads() if pooled else 1
     X, csr = _tile_inputs(X)
-    (_tiles if pooled else _tiles_serial)(X, csr, Z, Zt, *args, rows, cols, symmetric, workers, K)
+    (_tiles if pooled else _tiles_serial)(X, csr, _column_tiles(Z, cols), *args, rows, cols, symmetric, transposed,
+                                          workers, K)
     return K
 
 
@@ -161,8 +163,8 @@ def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None):
     pooled = n > rows and _worth_a_pool(n, m, depth, rows, cols)  # the threads share out row tiles
     workers = numba.get_num_threads() if pooled else 1
     X, csr = _tile_inputs(X)
-    Zt = np.ascontiguousarray(Z.T) if csr[2].shape[0] else np.empty((0, 0))
-    (_tiles_times if pooled else _tiles_times_serial)(X, csr, Z, Zt, *args, rows, cols, coef, workers, out)
+    (_tiles_times if pooled else _tiles_times_serial)(X, csr, _column_tiles(Z, cols), *args, rows, cols, coef,
+                                                      workers, out)
     return out
 
 
@@ -192,6 +194,20 @@ def _prepared(X, Z, spec, x_sq_norms, z_sq_norms):
     else:
         x_sq, z_sq = np.zeros(X.shape[0]), np.zeros(Z.shape[0])  # not read by linear and poly
     return X, to_dense(Z), (code, x_sq, z_sq, spec.gamma, spec.coef0, spec.degree)
+
+
+def _column_tiles(Z, cols):
+    """The rows of the dense Z by column tiles of K, each tile's rows transposed: tile t, Z[t cols:(t + 1) cols].T
+    of shape (p, w), is C-contiguous at offset p t cols of one flat array (``_z_tile`` reads it back).  A
+    tile's GEMM then takes a plain (p, w) operand, on which OpenBLAS ran 1.3-2.7x faster than on the
+    transposed Z[jlo:jhi].T for tiles of 6-128 rows (p = 22, 54, 300 features, w = 2-256 columns), and a
+    CSR row's entries read contiguous rows of it."""
+    m, p = Z.shape
+    flat = np.empty(m * p)
+    for jlo in range(0, m, cols):
+        jhi = min(jlo + cols, m)
+        flat[p * jlo:p * jhi].reshape(p, jhi - jlo)[:] = Z[jlo:jhi].T
+    return flat
 
 
 def _tile_inputs(X):
@@ -296,12 +312,14 @@ def _norms(X, given, label):
 
 
 @numba.njit(**NJIT_PARALLEL)
-def _tiles(X, csr, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, workers, K):
+def _tiles(X, csr, Z_tiles, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, transposed, workers, K):
     """Fill K tile by tile on ``workers`` threads, X dense (``csr`` holding empty arrays) or ``csr`` = (data,
-    indices, indptr) of a CSR X (X an empty stand-in); Zt is Z.T, C-contiguous.  A dense tile's dot
-    products come from one GEMM.  ``symmetric`` (Z is X, square tiles): the tiles above the diagonal
-    also fill their mirror."""
-    n, m = K.shape
+    indices, indptr) of a CSR X (X an empty stand-in of the same width); ``Z_tiles`` from ``_column_tiles``.
+    A dense tile's dot products come from one GEMM.  ``symmetric`` (Z is X, square tiles): the tiles above
+    the diagonal also fill their mirror.  ``transposed``: K is K(Z, X), shape (m, n), each tile put in
+    transposed."""
+    n, m = K.shape[::-1] if transposed else K.shape
+    p = X.shape[1]
     data, indices, indptr = csr
     n_col_tiles = (m + cols - 1) // cols
     n_tiles = ((n + rows - 1) // rows) * n_col_tiles
@@ -311,27 +329,46 @@ def _tiles(X, csr, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, sy
         while t < n_tiles:
             lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
             hi, jhi = min(lo + rows, n), min(jlo + cols, m)
-            if n_col_tiles == 1 and not indptr.shape[0]:  # whole dense rows of K: the GEMM writes into K
+            Zj = _z_tile(Z_tiles, p, jlo, jhi)
+            if n_col_tiles == 1 and not indptr.shape[0] and not transposed:  # whole rows: the GEMM writes into K
                 if hi - lo > 1:
-                    np.dot(X[lo:hi], Zt, K[lo:hi])
+                    np.dot(X[lo:hi], Zj, K[lo:hi])
                 else:
-                    K[lo:hi] = _dense_dots(X, lo, hi, Z, 0, m)
+                    K[lo:hi] = _dense_dots(X, lo, hi, Zj)
                 finish_tile(code, K[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
             elif not symmetric or jlo >= lo:  # below the diagonal, a symmetric K is the mirror
                 if indptr.shape[0]:
-                    dots = _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi)
+                    dots = _csr_dots(data, indices, indptr, Zj, lo, hi)
                 else:
-                    dots = _dense_dots(X, lo, hi, Z, jlo, jhi)
+                    dots = _dense_dots(X, lo, hi, Zj)
                 finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
-                K[lo:hi, jlo:jhi] = dots
+                if transposed:
+                    _put_transposed(dots, K[jlo:jhi, lo:hi])
+                else:
+                    K[lo:hi, jlo:jhi] = dots
                 if symmetric and jlo > lo:
                     K[jlo:jhi, lo:hi] = dots.T
             t = fetch_add(next_tile, 1)
 
 
 @numba.njit(**NJIT)
-def _dense_dots(X, lo, hi, Z, jlo, jhi):
-    """The dot products of dense rows lo..hi-1 of X with rows jlo..jhi-1 of Z, a new tile, from one GEMM.  A
+def _put_transposed(tile, target):
+    """target[j, i] = tile[i, j], a row of ``target`` at a time (contiguous writes)."""
+    for j in range(target.shape[0]):
+        row = target[j]
+        for i in range(row.shape[0]):
+            row[i] = tile[i, j]
+
+
+@numba.njit(**NJIT)
+def _z_tile(Z_tiles, p, jlo, jhi):
+    """Column tile jlo..jhi-1 of ``_column_tiles``: rows jlo..jhi-1 of Z transposed, (p, jhi - jlo), C-contiguous."""
+    return Z_tiles[p * jlo:p * jhi].reshape((p, jhi - jlo))
+
+
+@numba.njit(**NJIT)
+def _dense_dots(X, lo, hi, Zj):
+    """The dot products of dense rows lo..hi-1 of X with the columns of the (p, w) tile Zj, a new tile, from one GEMM.  A
     single row goes in twice: BLAS hands a one-row GEMM to GEMV, whose sums differ in the last bits (in 138
     of 249 values of a 4-feature test), and a row's kernel values must not follow how many rows share its
     tile (the partitioning, or the rows a partition restores at once: ``core.partition.dual``)."""
@@ -339,30 +376,32 @@ def _dense_dots(X, lo, hi, Z, jlo, jhi):
         twice = np.empty((2, X.shape[1]))
         twice[0] = X[lo]
         twice[1] = X[lo]
-        return np.dot(twice, Z[jlo:jhi].T)[:1]
-    return np.dot(X[lo:hi], Z[jlo:jhi].T)
+        return np.dot(twice, Zj)[:1]
+    return np.dot(X[lo:hi], Zj)
 
 
 @numba.njit(**NJIT)
-def _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi):
-    """The dot products of CSR rows lo..hi-1 with columns jlo..jhi-1 of Zt, a new (hi - lo, jhi - jlo) tile."""
-    dots = np.zeros((hi - lo, jhi - jlo))
+def _csr_dots(data, indices, indptr, Zj, lo, hi):
+    """The dot products of CSR rows lo..hi-1 with the columns of the (p, w) tile Zj, a new (hi - lo, w) tile."""
+    w = Zj.shape[1]
+    dots = np.zeros((hi - lo, w))
     for i in range(hi - lo):
         row = dots[i]
         for q in range(indptr[lo + i], indptr[lo + i + 1]):
             v = data[q]
-            zk = Zt[indices[q], jlo:jhi]
-            for j in range(jhi - jlo):
+            zk = Zj[indices[q]]
+            for j in range(w):
                 row[j] += v * zk[j]
     return dots
 
 
 @numba.njit(**NJIT_PARALLEL)
-def _tiles_times(X, csr, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, workers, out):
+def _tiles_times(X, csr, Z_tiles, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, workers, out):
     """out += K(X, Z) @ coef, a row tile at a time (its column tiles in turn) on each of ``workers`` threads.
     Either X is dense and ``csr`` holds empty arrays, or ``csr`` = (data, indices, indptr) of a CSR X (X
-    then an empty stand-in), with Zt = Z transposed, shape (p, m)."""
+    then an empty stand-in of the same width); ``Z_tiles`` from ``_column_tiles``."""
     n, m = out.shape[0], coef.shape[0]
+    p = X.shape[1]
     data, indices, indptr = csr
     n_tiles = (n + rows - 1) // rows
     next_tile = np.zeros(1, dtype=np.int64)
@@ -372,10 +411,11 @@ def _tiles_times(X, csr, Z, Zt, code, x_sq, z_sq, gamma, coef0, degree, rows, co
             lo, hi = t * rows, min(t * rows + rows, n)
             for jlo in range(0, m, cols):
                 jhi = min(jlo + cols, m)
+                Zj = _z_tile(Z_tiles, p, jlo, jhi)
                 if indptr.shape[0]:
-                    dots = _csr_dots(data, indices, indptr, Zt, lo, hi, jlo, jhi)
+                    dots = _csr_dots(data, indices, indptr, Zj, lo, hi)
                 else:
-                    dots = _dense_dots(X, lo, hi, Z, jlo, jhi)
+                    dots = _dense_dots(X, lo, hi, Zj)
                 finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
                 _add_tile_times(dots, coef[jlo:jhi], out[lo:hi])
             t = fetch_add(next_tile, 1)

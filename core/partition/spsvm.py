@@ -38,9 +38,7 @@ def basis_kernel(X, Z, kernel, x_sq_norms=None, transposed=False):
     """K'(x, z) = 1 + K(x, z) for the rows of X and Z (the kernel SpSVM expands in), shape (n_x, n_z);
     with ``transposed``, its transpose (n_z, n_x), C-contiguous."""
     spec = kernel if isinstance(kernel, KernelSpec) else KernelSpec.from_dict(kernel)
-    K = kernel_block(X, Z, spec, x_sq_norms=x_sq_norms)
-    if transposed:
-        return np.add(K.T, BIAS_TERM, out=np.empty(K.shape[::-1]))
+    K = kernel_block(X, Z, spec, x_sq_norms=x_sq_norms, transposed=transposed)
     K += BIAS_TERM
     return K
 
@@ -125,18 +123,29 @@ def _drawn(data, state, request):
     """
     if request["draw"] < 0:
         return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.uint64)
-    if "row_keys" not in state:  # once per fit (and per rebuilt task)
+    if "distinct" not in state:  # once per fit (and per rebuilt task)
         keys = row_keys(data.rows, request["seed"])
         _, first = np.unique(keys, return_index=True)
-        state["row_keys"], state["distinct"] = keys, np.sort(first)
-    keys, distinct, taken = state["row_keys"], state["distinct"], np.asarray(request["taken"], np.uint64)
-    drawn = draw_keys(keys[distinct], request["draw"])
+        state["distinct"] = distinct = np.sort(first)
+        state["distinct_keys"] = keys[distinct]
+    distinct, distinct_keys = state["distinct"], state["distinct_keys"]
+    taken = np.sort(np.asarray(request["taken"], np.uint64))
+    drawn = draw_keys(distinct_keys, request["draw"])
     # at most len(taken) of the kappa + len(taken) smallest are taken
     near = min(distinct.size, request["kappa"] + taken.size)
     near = np.argpartition(drawn, near - 1)[:near] if 0 < near < distinct.size else np.arange(near)
-    near = near[~np.isin(keys[distinct[near]], taken)]
+    near = near[~_in_sorted(distinct_keys[near], taken)]
     near = near[np.argsort(drawn[near])[:request["kappa"]]]
-    return distinct[near], drawn[near], keys[distinct[near]]
+    return distinct[near], drawn[near], distinct_keys[near]
+
+
+def _in_sorted(values, sorted_set):
+    """Whether each of ``values`` is in the sorted array ``sorted_set``: one binary search each, where
+    ``np.isin`` sorts both arrays (0.2 ms a round against the basis' 1,000 keys)."""
+    if not sorted_set.size:
+        return np.zeros(values.shape, bool)
+    at = np.minimum(np.searchsorted(sorted_set, values), sorted_set.size - 1)
+    return sorted_set[at] == values
 
 
 def _rebuilt(data, state, request):

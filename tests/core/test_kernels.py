@@ -58,6 +58,25 @@ def test_block_and_its_product_match_naive(spec, shape, x_kind, z_kind):
 
 
 @pytest.mark.parametrize("spec", SPECS[:3], ids=lambda s: s.name)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("x_kind", KINDS)
+@pytest.mark.parametrize("pooled", [False, True])
+def test_a_transposed_block_is_the_blocks_transpose_bit_for_bit(monkeypatch, spec, shape, x_kind, pooled):
+    """transposed=True writes each tile transposed: K(Z, X) with K(X, Z)'s values, C-contiguous, on the pool too,
+    and X = Z gives the transpose of the full (mirrored) Gram matrix."""
+    import core.kernels
+
+    X, Z = _pairs(*shape, x_kind, "dense")
+    K = kernel_block(X, Z, spec)
+    if pooled:
+        monkeypatch.setattr(core.kernels, "_PARALLEL_MIN_OPS", 0)
+    Kt = kernel_block(X, Z, spec, transposed=True)
+    assert Kt.shape == shape[1::-1] and Kt.flags.c_contiguous
+    assert_array_equal(Kt, K.T)
+    assert_array_equal(kernel_block(X, X, spec, transposed=True), kernel_block(X, X, spec).T)
+
+
+@pytest.mark.parametrize("spec", SPECS[:3], ids=lambda s: s.name)
 @pytest.mark.parametrize("n, p", [(0, 5), (1, 5), (40, 7), (300, 12), (700, 3)])
 @pytest.mark.parametrize("x_kind", KINDS)
 def test_a_gram_matrix_is_exactly_symmetric_on_the_pool_and_off_it(monkeypatch, spec, n, p, x_kind):
