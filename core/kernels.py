@@ -37,7 +37,11 @@ _CODES = {"rbf": RBF, "linear": LINEAR, "poly": POLY}
 SCALE = "scale"  # KernelSpec's gamma that follows the data, as scikit-learn's SVC(gamma="scale")
 
 _TILE_MACS = 500_000  # multiply-adds per tile; OpenBLAS threads a GEMM from 2^19, and its threads would fight numba's
-_TILE_ROWS, _TILE_COLS = 128, 256  # largest tile: the dot products stay in L2
+_TILE_COLS = 256
+# largest tile, 256 KB of dot products that stay in L2 while they become kernel values.  A cap on values, not
+# rows: a one-column block (a slant step, 25,000 x 22 rows) took 0.17 ms in tiles of 128 rows, 0.09 ms whole
+_TILE_VALUES = 1 << 15
+_GRAM_TILE = 128  # side of a Gram matrix's square tiles
 # numba's pool only for blocks of at least this many operations (multiply-adds plus ~16 for the exp per
 # value), ~10 ms on one core: a pool thread that the scheduler has put aside costs the whole block a
 # time slice (ms) on a busy machine, and smaller blocks (an SpSVM round on ijcnn1: 25k x 11 values) ran
@@ -134,7 +138,7 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False)
     depth = _depth(X)
     rows, cols = _tile_shape(m, depth)
     if symmetric:  # square tiles of as many multiply-adds, so that a tile's mirror is a tile
-        rows = cols = max(1, min(_TILE_ROWS, m, math.isqrt(_TILE_MACS // depth)))
+        rows = cols = max(1, min(_GRAM_TILE, m, math.isqrt(_TILE_MACS // depth)))
     pooled = _worth_a_pool(n, m, depth, rows, cols)
     workers = numba.get_num_threads() if pooled else 1
     X, csr = _tile_inputs(X)
@@ -226,7 +230,7 @@ def _depth(X):
 def _tile_shape(m, depth):
     """Rows and columns of a tile of K, for ``depth`` multiply-adds per kernel value."""
     cols = max(1, min(m, _TILE_COLS, _TILE_MACS // depth))
-    rows = max(1, min(_TILE_ROWS, _TILE_MACS // (cols * depth)))
+    rows = max(1, min(_TILE_VALUES // cols, _TILE_MACS // (cols * depth)))
     return rows, cols
 
 
