@@ -42,6 +42,11 @@ _TILE_COLS = 256
 # rows: a one-column block (a slant step, 25,000 x 22 rows) took 0.17 ms in tiles of 128 rows, 0.09 ms whole
 _TILE_VALUES = 1 << 15
 _GRAM_TILE = 128  # side of a Gram matrix's square tiles
+# how the dot products x . z of dense rows are taken: "float64", or "float32", a float32 GEMM of the rows and Z
+# rounded to float32 (half the memory traffic, twice BLAS's rate; CSR rows keep their float64 loop).  Only
+# the dot products: the norms, -gamma ||x - z||^2 and exp stay float64, so an rbf value moves by about
+# gamma (|x|^2 + |z|^2) 1e-7 relative (``bench/bench_kernels.py``, ``bench/bench_predict.py``)
+PRECISIONS = ("float64", "float32")
 # numba's pool only for blocks of at least this many operations (multiply-adds plus ~16 for the exp per
 # value), ~10 ms on one core: a pool thread that the scheduler has put aside costs the whole block a
 # time slice (ms) on a busy machine, and smaller blocks (an SpSVM round on ijcnn1: 25k x 11 values) ran
@@ -113,7 +118,7 @@ class KernelSpec:
         return cls(**d)
 
 
-def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False):
+def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False, precision="float64"):
     """The kernel matrix K[i, j] = K(x_i, z_j), shape (n_x, n_z), float64, C-contiguous; with
     ``transposed``, its transpose K(Z, X), shape (n_z, n_x), C-contiguous, each tile written
     transposed (no copy of the block, and X stays the side that is tiled: CSR or many rows).
@@ -125,7 +130,8 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False)
     given.  rbf values below exp(-708) ~ 3e-308 are returned as exp(-708).
     With Z the same object as X (a Gram matrix), only the tiles on and above
     the diagonal are computed and mirrored: half the work, and K exactly
-    symmetric.
+    symmetric.  ``precision="float32"`` takes the dot products of dense rows
+    from a float32 GEMM (see ``PRECISIONS``).
     """
     symmetric = Z is X and (z_sq_norms is None or z_sq_norms is x_sq_norms) and not transposed
     if symmetric:
@@ -141,18 +147,19 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False)
         rows = cols = max(1, min(_GRAM_TILE, m, math.isqrt(_TILE_MACS // depth)))
     pooled = _worth_a_pool(n, m, depth, rows, cols)
     workers = numba.get_num_threads() if pooled else 1
+    Z_tiles, Z_tiles32 = _column_tiles(Z, cols, X, precision)
     X, csr = _tile_inputs(X)
-    (_tiles if pooled else _tiles_serial)(X, csr, _column_tiles(Z, cols), *args, rows, cols, symmetric, transposed,
+    (_tiles if pooled else _tiles_serial)(X, csr, Z_tiles, Z_tiles32, *args, rows, cols, symmetric, transposed,
                                           workers, K)
     return K
 
 
-def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None):
+def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="float64"):
     """sum_j coef_j K(x_i, z_j) for every row x_i of X, shape (n_x,) float64: K(X, Z) @ coef.
 
-    The same blocks and norms as ``kernel_block``; K is never stored.  Row
-    tiles run on numba's threads, each thread adding its tiles' products
-    into its own rows of the result.
+    The same blocks, norms and ``precision`` as ``kernel_block``; K is never
+    stored.  Row tiles run on numba's threads, each thread adding its tiles'
+    products into its own rows of the result.
     """
     X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms)
     n, m = X.shape[0], Z.shape[0]
@@ -166,8 +173,9 @@ def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None):
     rows, cols = _tile_shape(m, depth)
     pooled = n > rows and _worth_a_pool(n, m, depth, rows, cols)  # the threads share out row tiles
     workers = numba.get_num_threads() if pooled else 1
+    Z_tiles, Z_tiles32 = _column_tiles(Z, cols, X, precision)
     X, csr = _tile_inputs(X)
-    (_tiles_times if pooled else _tiles_times_serial)(X, csr, _column_tiles(Z, cols), *args, rows, cols, coef,
+    (_tiles_times if pooled else _tiles_times_serial)(X, csr, Z_tiles, Z_tiles32, *args, rows, cols, coef,
                                                       workers, out)
     return out
 
@@ -200,18 +208,24 @@ def _prepared(X, Z, spec, x_sq_norms, z_sq_norms):
     return X, to_dense(Z), (code, x_sq, z_sq, spec.gamma, spec.coef0, spec.degree)
 
 
-def _column_tiles(Z, cols):
+def _column_tiles(Z, cols, X, precision):
     """The rows of the dense Z by column tiles of K, each tile's rows transposed: tile t, Z[t cols:(t + 1) cols].T
     of shape (p, w), is C-contiguous at offset p t cols of one flat array (``_z_tile`` reads it back).  A
     tile's GEMM then takes a plain (p, w) operand, on which OpenBLAS ran 1.3-2.7x faster than on the
     transposed Z[jlo:jhi].T for tiles of 6-128 rows (p = 22, 54, 300 features, w = 2-256 columns), and a
-    CSR row's entries read contiguous rows of it."""
+    CSR row's entries read contiguous rows of it.
+
+    Returns the tiles and, for ``precision="float32"`` with a dense X, the same tiles in float32 (else an
+    empty float32 array: the tile loops then take the float64 GEMM)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     m, p = Z.shape
     flat = np.empty(m * p)
     for jlo in range(0, m, cols):
         jhi = min(jlo + cols, m)
         flat[p * jlo:p * jhi].reshape(p, jhi - jlo)[:] = Z[jlo:jhi].T
-    return flat
+    single = precision == "float32" and not is_sparse(X)
+    return flat, flat.astype(np.float32) if single else np.empty(0, np.float32)
 
 
 def _tile_inputs(X):
@@ -316,9 +330,11 @@ def _norms(X, given, label):
 
 
 @numba.njit(**NJIT_PARALLEL)
-def _tiles(X, csr, Z_tiles, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, transposed, workers, K):
+def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, transposed,
+           workers, K):
     """Fill K tile by tile on ``workers`` threads, X dense (``csr`` holding empty arrays) or ``csr`` = (data,
-    indices, indptr) of a CSR X (X an empty stand-in of the same width); ``Z_tiles`` from ``_column_tiles``.
+    indices, indptr) of a CSR X (X an empty stand-in of the same width); ``Z_tiles`` and ``Z_tiles32`` from
+    ``_column_tiles``.
     A dense tile's dot products come from one GEMM.  ``symmetric`` (Z is X, square tiles): the tiles above
     the diagonal also fill their mirror.  ``transposed``: K is K(Z, X), shape (m, n), each tile put in
     transposed."""
@@ -333,18 +349,18 @@ def _tiles(X, csr, Z_tiles, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, 
         while t < n_tiles:
             lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
             hi, jhi = min(lo + rows, n), min(jlo + cols, m)
-            Zj = _z_tile(Z_tiles, p, jlo, jhi)
+            Zj, Zj32 = _z_tile(Z_tiles, p, jlo, jhi), _z_tile(Z_tiles32, p, jlo, jhi)
             if n_col_tiles == 1 and not indptr.shape[0] and not transposed:  # whole rows: the GEMM writes into K
-                if hi - lo > 1:
+                if hi - lo > 1 and not Zj32.size:
                     np.dot(X[lo:hi], Zj, K[lo:hi])
                 else:
-                    K[lo:hi] = _dense_dots(X, lo, hi, Zj)
+                    K[lo:hi] = _dense_dots(X, lo, hi, Zj, Zj32)
                 finish_tile(code, K[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
             elif not symmetric or jlo >= lo:  # below the diagonal, a symmetric K is the mirror
                 if indptr.shape[0]:
                     dots = _csr_dots(data, indices, indptr, Zj, lo, hi)
                 else:
-                    dots = _dense_dots(X, lo, hi, Zj)
+                    dots = _dense_dots(X, lo, hi, Zj, Zj32)
                 finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
                 if transposed:
                     _put_transposed(dots, K[jlo:jhi, lo:hi])
@@ -366,16 +382,25 @@ def _put_transposed(tile, target):
 
 @numba.njit(**NJIT)
 def _z_tile(Z_tiles, p, jlo, jhi):
-    """Column tile jlo..jhi-1 of ``_column_tiles``: rows jlo..jhi-1 of Z transposed, (p, jhi - jlo), C-contiguous."""
+    """Column tile jlo..jhi-1 of ``_column_tiles``: rows jlo..jhi-1 of Z transposed, (p, jhi - jlo), C-contiguous
+    (an empty (0, 0) array from the empty stand-in of float32 tiles)."""
+    if Z_tiles.shape[0] < p * jhi:
+        return Z_tiles.reshape((0, 0))
     return Z_tiles[p * jlo:p * jhi].reshape((p, jhi - jlo))
 
 
 @numba.njit(**NJIT)
-def _dense_dots(X, lo, hi, Zj):
-    """The dot products of dense rows lo..hi-1 of X with the columns of the (p, w) tile Zj, a new tile, from one GEMM.  A
+def _dense_dots(X, lo, hi, Zj, Zj32):
+    """The dot products of dense rows lo..hi-1 of X with the columns of the (p, w) tile Zj, a new float64 tile,
+    from one GEMM: a float32 GEMM of the rows rounded to float32 when ``Zj32`` (Zj in float32) is not empty.  A
     single row goes in twice: BLAS hands a one-row GEMM to GEMV, whose sums differ in the last bits (in 138
     of 249 values of a 4-feature test), and a row's kernel values must not follow how many rows share its
     tile (the partitioning, or the rows a partition restores at once: ``core.partition.dual``)."""
+    if Zj32.size:
+        single = X[lo:hi].astype(np.float32)
+        if hi - lo == 1:
+            single = np.vstack((single, single))
+        return np.dot(single, Zj32)[:hi - lo].astype(np.float64)
     if hi - lo == 1:
         twice = np.empty((2, X.shape[1]))
         twice[0] = X[lo]
@@ -400,10 +425,10 @@ def _csr_dots(data, indices, indptr, Zj, lo, hi):
 
 
 @numba.njit(**NJIT_PARALLEL)
-def _tiles_times(X, csr, Z_tiles, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, workers, out):
+def _tiles_times(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, workers, out):
     """out += K(X, Z) @ coef, a row tile at a time (its column tiles in turn) on each of ``workers`` threads.
     Either X is dense and ``csr`` holds empty arrays, or ``csr`` = (data, indices, indptr) of a CSR X (X
-    then an empty stand-in of the same width); ``Z_tiles`` from ``_column_tiles``."""
+    then an empty stand-in of the same width); ``Z_tiles`` and ``Z_tiles32`` from ``_column_tiles``."""
     n, m = out.shape[0], coef.shape[0]
     p = X.shape[1]
     data, indices, indptr = csr
@@ -415,11 +440,11 @@ def _tiles_times(X, csr, Z_tiles, code, x_sq, z_sq, gamma, coef0, degree, rows, 
             lo, hi = t * rows, min(t * rows + rows, n)
             for jlo in range(0, m, cols):
                 jhi = min(jlo + cols, m)
-                Zj = _z_tile(Z_tiles, p, jlo, jhi)
+                Zj, Zj32 = _z_tile(Z_tiles, p, jlo, jhi), _z_tile(Z_tiles32, p, jlo, jhi)
                 if indptr.shape[0]:
                     dots = _csr_dots(data, indices, indptr, Zj, lo, hi)
                 else:
-                    dots = _dense_dots(X, lo, hi, Zj)
+                    dots = _dense_dots(X, lo, hi, Zj, Zj32)
                 finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
                 _add_tile_times(dots, coef[jlo:jhi], out[lo:hi])
             t = fetch_add(next_tile, 1)

@@ -54,12 +54,15 @@ class KernelExpansion:
     def n_support(self):
         return self.coef.shape[0]
 
-    def decision_function(self, X):
-        """f(x) for every row of X (dense or sparse); the kernel values are never stored."""
+    def decision_function(self, X, precision="float64"):
+        """f(x) for every row of X (dense or sparse); the kernel values are never stored.  ``precision``:
+        "float32" takes the dot products of dense rows from a float32 GEMM (``core.kernels.PRECISIONS``:
+        faster, f moved by ~1e-6 relative)."""
         X = as_rows(X, n_features=self.n_features)
         if self.n_support == 0:
             return np.full(n_rows(X), self.bias)
-        return kernel_times(X, self.support_vectors, self.kernel, self.coef, z_sq_norms=self._sv_sq_norms) + self.bias
+        return kernel_times(X, self.support_vectors, self.kernel, self.coef, z_sq_norms=self._sv_sq_norms,
+                            precision=precision) + self.bias
 
     def predict(self, X):
         """Predicted labels, in the original label values."""

@@ -47,7 +47,8 @@ class CSVC(_BSVMEstimator, _CSVCParams, _CSVCSetters):
     def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma="scale",
                  degree=3, coef0=0.0, C=1.0, tol=1e-3, maxIter=20000, workingSetSize=1024, predictionCol="prediction",
                  rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, thresholds=None,
-                 seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto", maxStageRestarts=3):
+                 predictionPrecision="float64", seed=0, calibrationFraction=0.0, numPartitions=None,
+                 coordinatorMode="auto", maxStageRestarts=3):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -77,8 +78,8 @@ class BudgetSVM(_BSVMEstimator, _BudgetSVMParams, _BudgetSVMSetters):
     def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma="scale",
                  degree=3, coef0=0.0, C=1.0, budget=100, norm="l1", prune=False, tol=1e-3, maxIter=20000,
                  workingSetSize=1024, predictionCol="prediction", rawPredictionCol="rawPrediction",
-                 probabilityCol="probability", threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0,
-                 numPartitions=None, coordinatorMode="auto", maxStageRestarts=3):
+                 probabilityCol="probability", threshold=0.0, thresholds=None, predictionPrecision="float64", seed=0,
+                 calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto", maxStageRestarts=3):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -147,9 +148,9 @@ class SlantSparsifier(_BSVMEstimator, _SlantParams, _SlantSetters):
 
     @keyword_only
     def __init__(self, *, referenceModelPath=None, featuresCol="features", labelCol="label", eta=0.5, epsilon=0.5,
-                 maxSupport=None, aggressive=False, maxIter=100000, candidatesPerClass=64,
-                 predictionCol="prediction", rawPredictionCol="rawPrediction", probabilityCol="probability",
-                 threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0, numPartitions=None,
+                 maxSupport=None, aggressive=False, maxIter=100000, candidatesPerClass=64, predictionCol="prediction",
+                 rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, thresholds=None,
+                 predictionPrecision="float64", seed=0, calibrationFraction=0.0, numPartitions=None,
                  coordinatorMode="auto", maxStageRestarts=3, validationIndicatorCol=None, validationFraction=0.0,
                  selectSupportSize="end", selectTolerance=0.0, etaGrid=None):
         super().__init__()
@@ -202,8 +203,8 @@ class L0SVM(_BSVMEstimator, _L0SVMParams, _L0SVMSetters):
                  degree=3, coef0=0.0, C=1.0, CAlpha=0.2, margin="kernel", eps=1e-4, maxOuterIter=100,
                  initialSet="random", initialSize=500, tol=1e-6, maxIter=20000, workingSetSize=1024,
                  predictionCol="prediction", rawPredictionCol="rawPrediction", probabilityCol="probability",
-                 threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0, numPartitions=None,
-                 coordinatorMode="auto", maxStageRestarts=3):
+                 threshold=0.0, thresholds=None, predictionPrecision="float64", seed=0, calibrationFraction=0.0,
+                 numPartitions=None, coordinatorMode="auto", maxStageRestarts=3):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -241,10 +242,10 @@ class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams, _EBSVMSetters):
     def __init__(self, *, featuresCol="features", labelCol="label", weightCol=None, kernel="rbf", gamma="scale",
                  degree=3, coef0=0.0, budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0,
                  averageFraction=0.1, predictionCol="prediction", rawPredictionCol="rawPrediction",
-                 probabilityCol="probability", threshold=0.0, thresholds=None, seed=0, calibrationFraction=0.0,
-                 numPartitions=None, coordinatorMode="auto", maxStageRestarts=3, checkpoints=None,
-                 validationIndicatorCol=None, validationFraction=0.0, selectSupportSize="end", selectTolerance=0.0,
-                 gammaGrid=None, regParamGrid=None):
+                 probabilityCol="probability", threshold=0.0, thresholds=None, predictionPrecision="float64", seed=0,
+                 calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto", maxStageRestarts=3,
+                 checkpoints=None, validationIndicatorCol=None, validationFraction=0.0, selectSupportSize="end",
+                 selectTolerance=0.0, gammaGrid=None, regParamGrid=None):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -294,9 +295,9 @@ class SpSVM(_BSVMEstimator, _SpSVMParams, _SpSVMSetters):
                  degree=3, coef0=0.0, maxBasis=100, regParam=1.0, kappa=10, basisSelection="method2",
                  retrain="schedule", tol=1e-6, maxIter=50, initialModelPath=None, predictionCol="prediction",
                  rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, thresholds=None,
-                 seed=0, calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto", maxStageRestarts=3,
-                 validationIndicatorCol=None, validationFraction=0.0, selectSupportSize="end", selectTolerance=0.0,
-                 gammaGrid=None, regParamGrid=None):
+                 predictionPrecision="float64", seed=0, calibrationFraction=0.0, numPartitions=None,
+                 coordinatorMode="auto", maxStageRestarts=3, validationIndicatorCol=None, validationFraction=0.0,
+                 selectSupportSize="end", selectTolerance=0.0, gammaGrid=None, regParamGrid=None):
         super().__init__()
         self._set(**self._input_kwargs)
 

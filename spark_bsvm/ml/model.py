@@ -17,7 +17,7 @@ from core.model import KernelExpansion
 from core.platt import fit_platt, platt_probability
 from spark_bsvm.engine.blocks import rows_column
 from spark_bsvm.engine.session import is_connect
-from spark_bsvm.ml.params import _BSVMParams, _ThresholdSetter
+from spark_bsvm.ml.params import _BSVMParams, _PredictionSetters, check_params
 from spark_bsvm.ml.summary import BSVMSummary, BSVMTrainingSummary
 
 
@@ -47,7 +47,7 @@ class DecisionRule:
         return p * t_negative > (1.0 - p) * t_positive  # p / t+ > (1 - p) / t-, with a threshold of 0 allowed
 
 
-class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _ThresholdSetter, MLReadable, MLWritable):
+class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetters, MLReadable, MLWritable):
     """A trained kernel expansion f(x) = sum_j coef_j K(s_j, x) + b: a pyspark.ml binary classifier.
 
     ``transform`` adds ``rawPredictionCol`` = [-f(x), f(x)] and ``predictionCol``, and, when calibrated
@@ -175,6 +175,7 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _ThresholdSetter,
     # ---- scoring --------------------------------------------------------------------------------
 
     def _rule(self):
+        check_params(self)  # a value set on the model, before its scoring job
         thresholds = self._class_thresholds()
         if thresholds is not None and not self.platt:
             raise ValueError("thresholds needs probabilities, and the model is not calibrated: fit with "
@@ -189,7 +190,8 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _ThresholdSetter,
                             "use Vectors.dense(...) or Vectors.sparse(...)")
         if value.size != self.numFeatures:
             raise ValueError(f"the vector has {value.size} features, the model {self.numFeatures}")
-        return self.expansion.decision_function(value.toArray().reshape(1, -1))
+        check_params(self)
+        return self.expansion.decision_function(value.toArray().reshape(1, -1), self.getPredictionPrecision())
 
     def _prediction_values(self):
         """The two values of the prediction column: doubles for numeric labels, the labels themselves else."""
@@ -199,9 +201,10 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _ThresholdSetter,
     def _scores(self, dataset, rule):
         """A struct column (f, p, positive) of ``rule`` applied to the decision values of ``dataset``'s rows."""
         expansion = self.expansion.for_scoring()  # closures capture locals, never self
+        precision = self.getPredictionPrecision()
 
         def scores(X):
-            f = expansion.decision_function(X)
+            f = expansion.decision_function(X, precision)
             return {"f": f, "p": rule.probability(f), "positive": rule.positive(f)}
 
         return rows_column(dataset, self.getFeaturesCol(), expansion.n_features, scores,

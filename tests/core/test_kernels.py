@@ -77,6 +77,44 @@ def test_a_transposed_block_is_the_blocks_transpose_bit_for_bit(monkeypatch, spe
 
 
 @pytest.mark.parametrize("spec", SPECS[:3], ids=lambda s: s.name)
+@pytest.mark.parametrize("shape", [(1, 9, 5), (9, 1, 5), (300, 30, 12), (20, 300, 6), (700, 300, 54)], ids=str)
+def test_float32_precision_rounds_only_the_dot_products(monkeypatch, spec, shape):
+    """precision="float32": the naive kernel of the rows rounded to float32, with float64 norms (to ~1e-6 of it,
+    the float32 sums' rounding), the same bits on the pool, transposed, and for one row alone; CSR rows keep
+    their exact float64 loop."""
+    import core.kernels
+
+    X, Z = _pairs(*shape, "dense", "dense")
+    coef = np.random.default_rng(6).normal(size=shape[1])
+    K = kernel_block(X, Z, spec, precision="float32")
+    dots = X.astype(np.float32).astype(np.float64) @ Z.astype(np.float32).astype(np.float64).T
+    x_sq, z_sq = squared_norms(X), squared_norms(Z)
+    if spec.name == "rbf":
+        expected = np.exp(-spec.gamma * np.maximum(x_sq[:, None] + z_sq[None, :] - 2 * dots, 0.0))
+    elif spec.name == "poly":
+        expected = (spec.gamma * dots + spec.coef0) ** spec.degree
+    else:
+        expected = dots
+    assert_allclose(K, expected, rtol=0, atol=2e-6)
+    assert not np.array_equal(K, kernel_block(X, Z, spec)) or shape[2] < 6  # float32 sums of 6+ features differ
+    assert_allclose(kernel_times(X, Z, spec, coef, precision="float32"), K @ coef, rtol=1e-12, atol=1e-12)
+    assert_array_equal(kernel_block(X, Z, spec, precision="float32", transposed=True), K.T)
+    assert_array_equal(kernel_block(X[:1], Z, spec, precision="float32")[0], K[0])
+    monkeypatch.setattr(core.kernels, "_PARALLEL_MIN_OPS", 0)
+    assert_array_equal(kernel_block(X, Z, spec, precision="float32"), K)
+    S = sp.csr_matrix(X)
+    assert_array_equal(kernel_block(S, Z, spec, precision="float32"), kernel_block(S, Z, spec))
+
+
+def test_an_unknown_precision_is_named():
+    X = np.ones((3, 2))
+    for f in (lambda: kernel_block(X, X, KernelSpec(), precision="half"),
+              lambda: kernel_times(X, X, KernelSpec(), np.ones(3), precision=np.float32)):
+        with pytest.raises(ValueError, match=r"precision must be one of \('float64', 'float32'\), got"):
+            f()
+
+
+@pytest.mark.parametrize("spec", SPECS[:3], ids=lambda s: s.name)
 @pytest.mark.parametrize("n, p", [(0, 5), (1, 5), (40, 7), (300, 12), (700, 3)])
 @pytest.mark.parametrize("x_kind", KINDS)
 def test_a_gram_matrix_is_exactly_symmetric_on_the_pool_and_off_it(monkeypatch, spec, n, p, x_kind):

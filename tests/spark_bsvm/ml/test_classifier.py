@@ -192,6 +192,25 @@ def test_transform_scores_dense_and_sparse_vectors_alike_and_names_a_wrong_size(
         calibrated.transform(short).collect()
 
 
+def test_float32_prediction_stays_within_1e_6_of_float64_and_is_checked_before_scoring(spark, train, calibrated,
+                                                                                         tmp_path):
+    X, _, df = train
+    single = calibrated.copy().setPredictionPrecision("float32")
+    raw = np.array([r.rawPrediction[1] for r in single.transform(df).collect()])
+    exact = calibrated.expansion.decision_function(X)
+    np.testing.assert_allclose(raw, exact, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(raw, calibrated.expansion.decision_function(X, "float32"))
+    assert single.predictRaw(Vectors.dense(X[0])).toArray()[1] == raw[0]
+    assert calibrated.getPredictionPrecision() == "float64"
+    single.write().overwrite().save(str(tmp_path / "model"))
+    assert BSVMModel.load(str(tmp_path / "model")).getPredictionPrecision() == "float32"
+    single.setPredictionPrecision("half")
+    with pytest.raises(ValueError, match=r"predictionPrecision must be one of \('float64', 'float32'\), got 'half'"):
+        single.transform(df)
+    with pytest.raises(ValueError, match="predictionPrecision must be one of"):
+        single.predict(Vectors.dense(X[0]))
+
+
 @pytest.mark.parametrize("element", ["double", "float"])
 def test_array_features_fit_and_transform_as_vectors(spark, train, element):
     from pyspark.ml.functions import vector_to_array

@@ -12,7 +12,7 @@ ESTIMATORS = [CSVC, BudgetSVM, SlantSparsifier, ElasticBudgetSVM, SpSVM, L0SVM]
 CHOICES = {"kernel": "linear", "norm": "l2", "margin": "identity", "initialSet": "all", "basisSelection": "method1",
            "retrain": "always", "numPartitions": 3, "maxSupport": 40, "thresholds": [0.4, 0.6], "gamma": 0.5,
            "checkpoints": 4, "selectSupportSize": "best", "gammaGrid": [0.5, 2.0], "regParamGrid": [0.1],
-           "etaGrid": [0.25, 1.0]}
+           "etaGrid": [0.25, 1.0], "predictionPrecision": "float32"}
 
 
 def _sample(estimator, param):
@@ -75,6 +75,7 @@ BAD = [
     (CSVC(numPartitions=0), "numPartitions must be an integer >= 1, got 0"),
     (CSVC(calibrationFraction=0.5), r"calibrationFraction must be in \[0, 0.5\), got 0.5"),
     (CSVC(threshold=float("nan")), "threshold must be a finite number, got nan"),
+    (CSVC(predictionPrecision="half"), r"predictionPrecision must be one of \('float64', 'float32'\), got 'half'"),
     (BudgetSVM(budget=0), "budget must be an integer >= 1, got 0"),
     (BudgetSVM(norm="l3"), r"norm must be one of \('l1', 'l2'\), got 'l3'"),
     (BudgetSVM(norm="l2", weightCol="w"), "weightCol is not supported by the budget-L2 SVM"),
