@@ -1,8 +1,9 @@
 """Kernel evaluations per second of kernel_block and kernel_times, against this machine's GEMM rate.
 
 A 522,910 x 54 dense float64 block (random, seeded; covtype's shape) against
-100 rows, for rbf, linear and poly, and a 50,000 x 300 CSR block at 4%
-density against 100 rows.  A dense evaluation needs the 2p flops of one dot
+100 rows, for rbf (also with precision="float32": a float32 GEMM for the dot
+products), linear and poly, and a 50,000 x 300 CSR block at 4% density
+against 100 rows.  A dense evaluation needs the 2p flops of one dot
 product, so a GEMM running at R flop/s implies R / (2p) evaluations per
 second; the table gives the share of that rate kernel_block achieves.  All
 in one process, between 5 timings of a square 2000 x 2000 GEMM before and 5
@@ -46,23 +47,27 @@ def main():
     Zs = rng.random((100, 300))
     A, B = rng.standard_normal((GEMM_N, GEMM_N)), rng.standard_normal((GEMM_N, GEMM_N))
     coef = rng.standard_normal(100)
-    cases = [  # label, X, Z, spec, flops per evaluation
-        ("dense 522910x54", X, Z, KernelSpec("rbf", gamma=1 / 54), 2 * 54),
-        ("dense 522910x54", X, Z, "rbf times", 2 * 54),  # kernel_times: the same values, applied to coef
-        ("dense 522910x54", X, Z, KernelSpec("linear"), 2 * 54),
-        ("dense 522910x54", X, Z, KernelSpec("poly", gamma=1 / 54, degree=3, coef0=1.0), 2 * 54),
-        ("CSR 50000x300 4%", S, Zs, KernelSpec("rbf", gamma=0.1), 2 * S.nnz / S.shape[0]),
-        ("dense 522910x54", X, Z, None, 2 * 54),  # numpy's X @ Z.T: what BLAS alone reaches on this shape
+    rbf = KernelSpec("rbf", gamma=1 / 54)
+    cases = [  # label, X, Z, spec, flops per evaluation, precision
+        ("dense 522910x54", X, Z, rbf, 2 * 54, "float64"),
+        ("dense 522910x54", X, Z, "rbf times", 2 * 54, "float64"),  # kernel_times: the same values, applied to coef
+        ("dense 522910x54", X, Z, rbf, 2 * 54, "float32"),
+        ("dense 522910x54", X, Z, "rbf times", 2 * 54, "float32"),
+        ("dense 522910x54", X, Z, KernelSpec("linear"), 2 * 54, "float64"),
+        ("dense 522910x54", X, Z, KernelSpec("poly", gamma=1 / 54, degree=3, coef0=1.0), 2 * 54, "float64"),
+        ("CSR 50000x300 4%", S, Zs, KernelSpec("rbf", gamma=0.1), 2 * S.nnz / S.shape[0], "float64"),
+        ("dense 522910x54", X, Z, None, 2 * 54, "float64"),  # numpy's X @ Z.T: what BLAS alone reaches on this shape
     ]
     norms = {id(M): squared_norms(M) for M in (X, Z, S, Zs)}  # precomputed, as the partitions keep them
 
     def run(case):
-        _, Xc, Zc, spec, _ = case
+        _, Xc, Zc, spec, _, precision = case
         if spec is None:
             return Xc @ Zc.T
         if spec == "rbf times":
-            return kernel_times(Xc, Zc, cases[0][3], coef, x_sq_norms=norms[id(Xc)], z_sq_norms=norms[id(Zc)])
-        return kernel_block(Xc, Zc, spec, x_sq_norms=norms[id(Xc)], z_sq_norms=norms[id(Zc)])
+            return kernel_times(Xc, Zc, rbf, coef, x_sq_norms=norms[id(Xc)], z_sq_norms=norms[id(Zc)],
+                                precision=precision)
+        return kernel_block(Xc, Zc, spec, x_sq_norms=norms[id(Xc)], z_sq_norms=norms[id(Zc)], precision=precision)
 
     for case in cases:
         run(case)  # compile or load the numba cache
@@ -80,17 +85,20 @@ def main():
     print(f"GEMM {GEMM_N}x{GEMM_N} float64: {gemm_rate / 1e9:.1f} GFLOP/s; numba: {numba.get_num_threads()} threads "
           f"({numba.threading_layer()}); medians of {ROUNDS} back-to-back calls\n")
     rows = []
-    for (label, Xc, Zc, spec, flops), ts in zip(cases, times):
+    for (label, Xc, Zc, spec, flops, precision), ts in zip(cases, times):
         rate = Xc.shape[0] * Zc.shape[0] / np.median(ts)
         dense = not sp.issparse(Xc)
         implied = gemm_rate / flops if dense else None
         name = spec.name if isinstance(spec, KernelSpec) else spec or "X @ Z.T"
-        rows.append([label, name, f"{rate:.3g}", f"{rate * flops / 1e9:.1f}",
+        rows.append([label, name, precision, f"{rate:.3g}", f"{rate * flops / 1e9:.1f}",
                      f"{implied:.3g}" if dense else "-", f"{100 * rate / implied:.0f}%" if dense else "-"])
-    print_table(["block x 100 rows", "kernel", "evals/s", "GFLOP/s", "GEMM-implied evals/s", "achieved"], rows)
+    print_table(["block x 100 rows", "kernel", "dots", "evals/s", "GFLOP/s", "GEMM-implied evals/s", "achieved"],
+                rows)
     print("\nGFLOP/s counts the 2 flops per multiply-add of the dot products (stored entries only for CSR).")
     print("X @ Z.T: numpy's (BLAS's) product alone, no kernel function: the rate a tall-skinny GEMM reaches here.")
     print("rbf times: kernel_times, K(X, Z) @ coef with the kernel values reduced in cache, never stored.")
+    print("dots float32: precision='float32', the dot products from a float32 GEMM; 'achieved' is still against the "
+          "float64 GEMM's rate.")
 
 
 if __name__ == "__main__":
