@@ -7,9 +7,10 @@ Three lines, in one process:
                      computing the kernel values and storing them
     decision_function  ``KernelExpansion.decision_function`` in-process, on the same pool (its
                      ``kernel_times`` reduces each tile while in cache and stores no kernel value, so
-                     it may beat the limit)
+                     it may beat the limit); again with ``precision="float32"`` (float32 dot products)
     transform        ``BSVMModel.transform`` on Spark ``local[2]``: the rows generated as a Parquet file
-                     (untimed), read, scored and written to Parquet (prediction, rawPrediction)
+                     (untimed), read, scored and written to Parquet (prediction, rawPrediction); the
+                     second of two runs, with ``predictionPrecision`` float64, then float32
 
 The model's support vectors are random rows of the Forest-shaped set, the coefficients random: the
 cost of prediction depends on the support size, not on how the model was trained.
@@ -66,11 +67,13 @@ def main():
     limit = (time.perf_counter() - wall) * scale
     rows.append(["kernel limit", limit, (time.process_time() - cpu) * scale, args.rows / limit, 1.0])
 
-    expansion.decision_function(X[:1000])
-    wall, cpu = time.perf_counter(), time.process_time()
-    expansion.decision_function(X)
-    seconds = time.perf_counter() - wall
-    rows.append(["decision_function", seconds, time.process_time() - cpu, args.rows / seconds, seconds / limit])
+    for precision in ("float64", "float32"):
+        expansion.decision_function(X[:1000], precision)
+        wall, cpu = time.perf_counter(), time.process_time()
+        expansion.decision_function(X, precision)
+        seconds = time.perf_counter() - wall
+        rows.append([f"decision_function {precision}", seconds, time.process_time() - cpu, args.rows / seconds,
+                     seconds / limit])
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     import pyarrow as pa
@@ -89,14 +92,15 @@ def main():
         spark.sparkContext.setLogLevel("ERROR")
         frame = spark.read.parquet(source)
         assembled = VectorAssembler(inputCols=frame.columns, outputCol="features").transform(frame)
-        model = BSVMModel(expansion)
-        model.transform(assembled.limit(1000)).select("prediction").collect()  # the workers' imports, numba's code
-        for attempt in range(2):
-            out = os.path.join(folder, f"scores-{attempt}")
-            wall = time.perf_counter()
-            model.transform(assembled).select("prediction", "rawPrediction").write.parquet(out)
-            seconds = time.perf_counter() - wall
-        rows.append(["transform -> Parquet", seconds, "-", args.rows / seconds, seconds / limit])
+        for precision in ("float64", "float32"):
+            model = BSVMModel(expansion).setPredictionPrecision(precision)
+            model.transform(assembled.limit(1000)).select("prediction").collect()  # the workers' imports, numba
+            for attempt in range(2):
+                out = os.path.join(folder, f"scores-{precision}-{attempt}")
+                wall = time.perf_counter()
+                model.transform(assembled).select("prediction", "rawPrediction").write.parquet(out)
+                seconds = time.perf_counter() - wall
+            rows.append([f"transform -> Parquet {precision}", seconds, "-", args.rows / seconds, seconds / limit])
         spark.stop()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
