@@ -45,7 +45,7 @@ _GRAM_TILE = 128  # side of a Gram matrix's square tiles
 # how the dot products x . z of dense rows are taken: "float64", or "float32", a float32 GEMM of the rows and Z
 # rounded to float32 (half the memory traffic, twice BLAS's rate; CSR rows keep their float64 loop).  Only
 # the dot products: the norms, -gamma ||x - z||^2 and exp stay float64, so an rbf value moves by about
-# gamma (|x|^2 + |z|^2) 1e-7 relative (``bench/bench_kernels.py``, ``bench/bench_predict.py``)
+# gamma (|x|^2 + |z|^2) 1e-7 relative (the effect on trained models: ``bench/bench_precision.py``)
 PRECISIONS = ("float64", "float32")
 # numba's pool only for blocks of at least this many operations (multiply-adds plus ~16 for the exp per
 # value), ~10 ms on one core: a pool thread that the scheduler has put aside costs the whole block a
