@@ -12,6 +12,7 @@ from pyspark.ml.functions import array_to_vector
 
 from spark_bsvm.engine.blocks import rows_column
 from spark_bsvm.ml.model import BSVMModel, DecisionRule
+from spark_bsvm.ml.params import check_params
 
 
 def with_one_vs_rest_probability(ovr_model, dataset, probabilityCol="probability"):
@@ -27,11 +28,14 @@ def with_one_vs_rest_probability(ovr_model, dataset, probabilityCol="probability
             what = "not calibrated" if isinstance(model, BSVMModel) else f"a {type(model).__name__}"
             raise ValueError(f"the binary model of class {k} is {what}: fit OneVsRest over a spark-bsvm "
                              "estimator with calibrationFraction > 0")
+        check_params(model)  # its predictionPrecision, before the scoring job
     expansions = [model.expansion.for_scoring() for model in ovr_model.models]  # closures capture locals, not self
     rules = [DecisionRule(platt=model.platt) for model in ovr_model.models]
+    precisions = [model.getPredictionPrecision() for model in ovr_model.models]
 
     def probabilities(X):
-        p = np.column_stack([rule.probability(e.decision_function(X)) for e, rule in zip(expansions, rules)])
+        p = np.column_stack([rule.probability(e.decision_function(X, precision))
+                             for e, rule, precision in zip(expansions, rules, precisions)])
         return p / p.sum(axis=1, keepdims=True)
 
     features = rows_column(dataset, ovr_model.getFeaturesCol(), expansions[0].n_features, probabilities,

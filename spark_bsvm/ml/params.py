@@ -16,8 +16,7 @@ from pyspark.ml.classification import _ProbabilisticClassifierParams
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasSeed, HasWeightCol
 
-from core.kernels import SCALE, KernelSpec
-from core.kernels import PRECISIONS
+from core.kernels import PRECISIONS, SCALE, KernelSpec
 from core.l0svm import MARGINS
 from core.selection import SELECT_RULES
 from core.spsvm import RETRAINS, SELECTIONS

@@ -51,6 +51,21 @@ def test_accuracy_and_log_loss_with_calibrated_binary_models(three_classes, cali
     np.testing.assert_allclose(p[0], np.array(one) / np.sum(one), atol=1e-12)
 
 
+def test_class_probabilities_follow_each_binary_models_prediction_precision(three_classes, calibrated_ovr):
+    from pyspark.ml.classification import OneVsRestModel
+
+    test = three_classes[3]
+    single = OneVsRestModel([m.copy().setPredictionPrecision("float32") for m in calibrated_ovr.models])
+    single.setFeaturesCol(calibrated_ovr.getFeaturesCol())
+    probabilities = [np.array([r.probability.toArray() for r in with_one_vs_rest_probability(m, test).collect()])
+                     for m in (calibrated_ovr, single)]
+    np.testing.assert_allclose(probabilities[1], probabilities[0], atol=1e-6)
+    assert not np.array_equal(probabilities[1], probabilities[0])  # the float32 dot products were used
+    single.models[1].setPredictionPrecision("half")
+    with pytest.raises(ValueError, match=r"predictionPrecision must be one of \('float64', 'float32'\), got 'half'"):
+        with_one_vs_rest_probability(single, test)
+
+
 def test_uncalibrated_binary_models_give_accuracy_but_no_probabilities(three_classes):
     train, _, _, test = three_classes
     ovr = OneVsRest(classifier=SpSVM(maxBasis=20, regParam=0.1, gamma=0.5, numPartitions=2)).fit(train)
