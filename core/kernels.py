@@ -136,7 +136,7 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False,
     symmetric = Z is X and (z_sq_norms is None or z_sq_norms is x_sq_norms) and not transposed
     if symmetric:
         z_sq_norms = x_sq_norms
-    X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms)
+    X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision)
     n, m = X.shape[0], Z.shape[0]
     K = np.empty((m, n) if transposed else (n, m))
     if n == 0 or m == 0:
@@ -161,7 +161,7 @@ def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="
     stored.  Row tiles run on numba's threads, each thread adding its tiles'
     products into its own rows of the result.
     """
-    X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms)
+    X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision)
     n, m = X.shape[0], Z.shape[0]
     coef = np.ascontiguousarray(coef, dtype=np.float64)
     if coef.shape != (m,):
@@ -196,8 +196,11 @@ def kernel_diag(X, spec, x_sq_norms=None):
     return out
 
 
-def _prepared(X, Z, spec, x_sq_norms, z_sq_norms):
-    """X and dense Z as blocks, and the kernel arguments of the tile loops (code, norms, parameters)."""
+def _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision):
+    """X and dense Z as blocks, and the kernel arguments of the tile loops (code, norms, parameters), after the
+    checks of the arguments."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     X, Z = _pair(X, Z)
     code = _code(spec)
     if code == RBF:
@@ -217,8 +220,6 @@ def _column_tiles(Z, cols, X, precision):
 
     Returns the tiles and, for ``precision="float32"`` with a dense X, the same tiles in float32 (else an
     empty float32 array: the tile loops then take the float64 GEMM)."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     m, p = Z.shape
     flat = np.empty(m * p)
     for jlo in range(0, m, cols):

@@ -109,7 +109,8 @@ def test_float32_precision_rounds_only_the_dot_products(monkeypatch, spec, shape
 def test_an_unknown_precision_is_named():
     X = np.ones((3, 2))
     for f in (lambda: kernel_block(X, X, KernelSpec(), precision="half"),
-              lambda: kernel_times(X, X, KernelSpec(), np.ones(3), precision=np.float32)):
+              lambda: kernel_times(X, X, KernelSpec(), np.ones(3), precision=np.float32),
+              lambda: kernel_block(X[:0], X, KernelSpec(), precision="double")):  # an empty block is checked too
         with pytest.raises(ValueError, match=r"precision must be one of \('float64', 'float32'\), got"):
             f()
 
