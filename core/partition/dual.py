@@ -56,14 +56,21 @@ def _net_changes(log):
     return take_rows(stack_rows([rows for _, rows, _ in log]), first_of[by_first]), coef[by_first]
 
 
+def _add_to_gradients(data, grad, rows, coef, kernel, at=None):
+    """G_i += y_i sum_j coef_j K(x_i, z_j) for every example, or for the examples ``at`` only."""
+    if at is None:
+        grad += data.y * kernel_times(data, rows, coef, kernel)
+    else:
+        grad[at] += data.y[at] * kernel_times(data, rows, coef, kernel, at=at)
+
+
 def _restore(data, state, which, kernel):
     """Bring the gradients of the shrunk examples ``which`` up to date and make them active."""
     shrunk_at, log, grad = state["shrunk_at"], state["log"], state["grad"]
     for start in np.unique(shrunk_at[which]):
         here = which[shrunk_at[which] == start]
         if start < len(log):
-            rows, coef = _net_changes(log[start:])
-            grad[here] += data.y[here] * kernel_times(data, rows, coef, kernel, at=here)
+            _add_to_gradients(data, grad, *_net_changes(log[start:]), kernel, at=here)
     shrunk_at[which] = -1
     if (shrunk_at < 0).all():
         log.clear()
@@ -95,10 +102,9 @@ def dual_round(data, state, request):
     if len(request["ws_ids"]):
         coef = request["ws_y"] * (request["ws_alpha"] - request["ws_alpha_old"])
         updated = np.flatnonzero(shrunk_at < 0)  # the active examples; the shrunk ones get a log entry
-        if updated.size == len(data):
-            grad += data.y * kernel_times(data, request["ws_rows"], coef, kernel)
-        else:
-            grad[updated] += data.y[updated] * kernel_times(data, request["ws_rows"], coef, kernel, at=updated)
+        everyone = updated.size == len(data)
+        _add_to_gradients(data, grad, request["ws_rows"], coef, kernel, at=None if everyone else updated)
+        if not everyone:
             state["log"].append((request["ws_ids"], request["ws_rows"], coef))
         local, which = locate(data, request["ws_ids"])
         alpha[local] = request["ws_alpha"][which]
