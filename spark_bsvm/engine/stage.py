@@ -140,7 +140,7 @@ class TrainingData:
 
     ``df`` must have a vector (or numeric array) column ``features_col``, a label column with exactly
     two values and optionally a weight column of positive weights (the estimators drop the rows of weight
-    0 first): ``blocks.check_training_data`` checks it all in one aggregation, which also gives
+    0 first): ``blocks.check_training_data`` checks it all (one aggregation for clean vectors), which also gives
     ``scale_gamma``.  ``check_data(n_features, classes)``: the caller's checks of the data's shape; they run
     before the stage holds the slots.  ``description`` names the fit in the progress log and the Spark UI.
     ``validation_col``: a boolean column marking the validation rows, which the tasks hold beside the

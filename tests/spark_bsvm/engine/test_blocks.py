@@ -107,3 +107,40 @@ def test_scoring_tasks_size_numba_pool_to_the_task_cores(spark, arrow, monkeypat
     column = rows_column(df, "features", 2, lambda X: {"threads": np.full(X.shape[0], numba.get_num_threads())},
                          "threads int")
     assert {row["t"] for row in df.select(column["threads"].alias("t")).collect()} == {1}
+
+
+def test_clean_vectors_are_summarised_by_the_plain_pass_as_the_diagnosing_pass_would(spark, monkeypatch):
+    """The checks summarise a clean vector column in the one Summarizer pass (``_plain_groups``): the same
+    ``DataSummary`` as the pass with per-row checks, for dense, sparse and mixed rows with weights and a
+    validation mark; and they leave each kind of bad row to that diagnosing pass."""
+    from pyspark.ml.linalg import Vectors, VectorUDT
+    from pyspark.sql.types import BooleanType, DoubleType, StructField, StructType
+
+    import spark_bsvm.engine.blocks as blocks
+
+    schema = StructType([StructField("features", VectorUDT()), StructField("label", DoubleType()),
+                         StructField("weight", DoubleType()), StructField("validation", BooleanType())])
+
+    rng = np.random.default_rng(5)
+    X = np.where(rng.random((60, 4)) < 0.5, 0.0, rng.normal(1.0, 2.0, size=(60, 4)))
+    rows = [(Vectors.sparse(4, {j: v for j, v in enumerate(x) if v}) if i % 3 else Vectors.dense(x),
+             float(i % 2), 1.0 + i % 4, i % 5 == 0) for i, x in enumerate(X)]
+    df = spark.createDataFrame(rows, schema)
+    for columns in (["features", "label"], ["features", "label", "weight", "validation"]):
+        prepared = df.select(*columns).repartition(3)
+        groups = blocks._plain_groups(prepared)
+        assert groups is not None and sum(g["rows"] for g in groups) == 60
+        weight = "weight" if "weight" in columns else None
+        plain = blocks.check_training_data(prepared, "features", "label", weight)
+        with monkeypatch.context() as patched:
+            patched.setattr(blocks, "_plain_groups", lambda frame: None)  # the diagnosing pass
+            diagnosed = blocks.check_training_data(prepared, "features", "label", weight)
+        assert plain.scale_gamma == pytest.approx(diagnosed.scale_gamma, rel=1e-12)
+        assert (plain.classes, plain.n_rows, plain.partition_rows, plain.n_features, plain.n_validation,
+                plain.dense) == (diagnosed.classes, diagnosed.n_rows, diagnosed.partition_rows,
+                                 diagnosed.n_features, diagnosed.n_validation, diagnosed.dense)
+    good = [(Vectors.dense([0.0, 1.0]), 0.0), (Vectors.dense([1.0, 0.0]), 1.0)]
+    for bad in [(None, 1.0), (Vectors.dense([float("nan"), 1.0]), 1.0), (Vectors.sparse(2, [1], [float("inf")]), 1.0),
+                (Vectors.dense([1.0, 2.0, 3.0]), 1.0)]:
+        frame = spark.createDataFrame(good + [bad], StructType(schema.fields[:2])).coalesce(1)
+        assert blocks._plain_groups(frame) is None, bad

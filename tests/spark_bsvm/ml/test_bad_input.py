@@ -1,5 +1,5 @@
 """The bad-input matrix of the Spark estimators: each case is refused with its one-line message by the checks'
-one aggregation, before the training stage starts (no training task, so no task retries).
+aggregations, before the training stage starts (no training task, so no task retries).
 
 Bad params (every range-checked one) are in ``test_params.BAD``, with the check that no Spark job starts;
 the in-process API's matrix is in ``tests/core/test_engine.py``."""
