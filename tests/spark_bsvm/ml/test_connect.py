@@ -82,3 +82,20 @@ def test_a_pipeline_fits_saves_loads_and_transforms_under_connect(connect_spark,
     got = loaded.transform(columns).select(vector_to_array("rawPrediction")[1].alias("f")).collect()
     np.testing.assert_allclose(sorted(row.f for row in got), sorted(expected), rtol=0, atol=1e-9)
     assert loaded.stages[-1].numSupportVectors == fitted.stages[-1].numSupportVectors
+
+
+def test_bad_vectors_are_named_under_connect(connect_spark):
+    """The checks' plain Summarizer pass fails (a null or mis-sized vector) or finds a NaN moment under
+    Connect too, and the diagnosing pass names the problem as on a classic session."""
+    from pyspark.ml.linalg import Vectors
+
+    from tests.spark_bsvm.ml.test_bad_input import SIZES, VALUES, VECTOR
+
+    good = [(Vectors.dense([0.0, 1.0]), 0.0), (Vectors.dense([1.0, 0.0]), 1.0)]
+    cases = [((None, 1.0), r"features column 'features' has 1 null value\(s\); drop or impute those rows"),
+             ((Vectors.dense([float("nan"), 1.0]), 1.0), VALUES),
+             ((Vectors.dense([1.0, 2.0, 3.0]), 1.0), SIZES.format(2, 3))]
+    for bad, message in cases:
+        df = connect_spark.createDataFrame(good + [bad], VECTOR).coalesce(1)
+        with pytest.raises(ValueError, match=f"^{message}$"):
+            CSVC(C=1.0, gamma=0.5).fit(df)
