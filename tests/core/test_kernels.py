@@ -58,6 +58,16 @@ def test_block_and_its_product_match_naive(spec, shape, x_kind, z_kind):
 
 
 @pytest.mark.parametrize("spec", SPECS[:3], ids=lambda s: s.name)
+def test_a_csr_column_alone_is_that_column_of_a_wider_block_bit_for_bit(spec):
+    """One column of CSR rows (a slant step) sums each row in a register, over two row tiles here; its values
+    are those the column gets beside another one, summed in memory."""
+    X = _rows(40_000, 9, 4, "csr")
+    Z = _rows(2, 9, 5, "dense")
+    assert_array_equal(kernel_block(X, Z[:1], spec)[:, 0], kernel_block(X, Z, spec)[:, 0])
+    assert_allclose(kernel_block(X, Z[:1], spec), naive_kernel(X, Z[:1], spec), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("spec", SPECS[:3], ids=lambda s: s.name)
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("x_kind", KINDS)
 @pytest.mark.parametrize("pooled", [False, True])
