@@ -109,6 +109,12 @@ def _rho(stats, budget_tight):
     return _midpoint(lower, upper)
 
 
+def _per_share(size):
+    """Candidates per share of a working set of ``size`` places: its four shares are I_up and I_low of each
+    class, and each partition reports that many of each (the driver picks the best globally)."""
+    return max(1, size // 4)
+
+
 def _select(cand, size, carried_ids):
     """The next working set of at most ``size`` candidates.
 
@@ -120,7 +126,7 @@ def _select(cand, size, carried_ids):
     y, alpha, upper, score = cand["cand_y"], cand["cand_alpha"], cand["cand_upper"], cand["cand_score"]
     free = (alpha > 0) & (alpha < upper)
     carried = np.flatnonzero(free & np.isin(cand["cand_ids"], carried_ids))[: size // 2]
-    n_select = max(1, (size - carried.size) // 4)
+    n_select = _per_share(size - carried.size)
     pos = y > 0
     up = np.where(pos, alpha < upper, alpha > 0)
     low = np.where(pos, alpha > 0, alpha < upper)
@@ -158,7 +164,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     base = {"kernel": spec, "C": problem.C, "ridge": float(ridge), "map_key": feature_map.get("map_key"),
             "shrink_below": -np.inf, "shrink_above": np.inf, "unshrink": False}
     size = working_set_size
-    request = dict(base, **feature_map, **_NO_UPDATE, reset=reset, n_select=max(1, size // 4))
+    request = dict(base, **feature_map, **_NO_UPDATE, reset=reset, n_select=_per_share(size))
     if reset:
         request = _rebuild_request(request, support, engine)
     start = time.perf_counter()
@@ -184,7 +190,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
                 # optimal over the active examples: restore the shrunk ones and look again; from then on
                 # without shrinking, so that a solve restores at most once
                 shrinking = False
-                request = dict(base, **_RESTORE, n_select=max(1, size // 4))
+                request = dict(base, **_RESTORE, n_select=_per_share(size))
                 continue
             converged = True
             break
@@ -219,7 +225,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
         # grow the working set while the free variables outnumber half of it (few, long rounds
         # beat many short ones when the sub-problems must overlap), up to _MAX_WORKING_SET
         size = max(size, min(_MAX_WORKING_SET, 2 * int(stats["free_count"].sum())))
-        request = dict(base, reset=False, n_select=max(1, size // 4), ws_ids=ws_ids[changed],
+        request = dict(base, reset=False, n_select=_per_share(size), ws_ids=ws_ids[changed],
                        ws_rows=ws_rows[np.flatnonzero(changed)], ws_y=y_ws[changed],
                        ws_alpha_old=alpha_old[changed], ws_alpha=alpha_ws[changed])
         if shrinking:

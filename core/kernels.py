@@ -384,7 +384,8 @@ def _put_transposed(tile, target):
 @numba.njit(**NJIT)
 def _z_tile(Z_tiles, p, jlo, jhi):
     """Column tile jlo..jhi-1 of ``_column_tiles``: rows jlo..jhi-1 of Z transposed, (p, jhi - jlo), C-contiguous
-    (an empty (0, 0) array from the empty stand-in of float32 tiles)."""
+    (an empty (0, 0) array from the empty stand-in of float32 tiles, told by its size: with p = 0 features
+    the tiles themselves are empty, and tile jlo..jhi-1 is then a (0, w) array)."""
     if Z_tiles.shape[0] < p * jhi:
         return Z_tiles.reshape((0, 0))
     return Z_tiles[p * jlo:p * jhi].reshape((p, jhi - jlo))
