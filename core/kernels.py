@@ -414,8 +414,8 @@ def _dense_dots(X, lo, hi, Zj, Zj32):
 @numba.njit(**NJIT)
 def _csr_dots(data, indices, indptr, Zj, lo, hi):
     """The dot products of CSR rows lo..hi-1 with the columns of the (p, w) tile Zj, a new (hi - lo, w) tile.
-    A single column (the slant path's steps) sums in a register: 4.7 against 9.1 ms for 261,455 rows of 12
-    entries, the same sums in the same order."""
+    A single column (the slant path's steps) sums in a register: a one-column kernel_block of 261,455 rows of
+    12 entries took 5.0-5.1 against 9.1-10.7 ms, with the same sums in the same order."""
     w = Zj.shape[1]
     dots = np.zeros((hi - lo, w))
     if w == 1:
