@@ -144,3 +144,13 @@ def test_clean_vectors_are_summarised_by_the_plain_pass_as_the_diagnosing_pass_w
                 (Vectors.dense([1.0, 2.0, 3.0]), 1.0)]:
         frame = spark.createDataFrame(good + [bad], StructType(schema.fields[:2])).coalesce(1)
         assert blocks._plain_groups(frame) is None, bad
+    # a null vector is declined without a failed job (no task failure in the user's log)
+    context, group = spark.sparkContext, "spark-bsvm-test-null-vector"
+    context.setJobGroup(group, "plain checks over a null vector")
+    try:
+        assert blocks._plain_groups(spark.createDataFrame(good + [(None, 1.0)], StructType(schema.fields[:2]))) is None
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    tracker = context.statusTracker()
+    jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(group)]
+    assert jobs and all(job.status == "SUCCEEDED" for job in jobs)
