@@ -237,9 +237,9 @@ def _plain_groups(prepared):
     double, which the diagnosis then passes), or a failed job: the Summarizer fails one on an empty vector
     and on vectors of different sizes within a group, and Spark logs that task's failure before the
     diagnosis names the problem.  Faster than ``_diagnosed_groups`` (``check_training_data`` as a whole:
-    0.44 against 0.64 s on the Forest-shaped set, 0.42 against 0.55 s on ijcnn1): no per-row arrays.  Any
-    failure of this job, a cancelled one included, is followed by the diagnosing pass, which fails the
-    same way or names the problem."""
+    0.48 against 0.83 s on the Forest-shaped set, 0.45 against 0.56 s on ijcnn1, medians of 6): no
+    per-row arrays.  Any failure of this job, a cancelled one included, is followed by the diagnosing
+    pass, which fails the same way or names the problem."""
     from pyspark.ml.functions import array_to_vector
     from pyspark.ml.stat import Summarizer
     from pyspark.sql import functions as F
