@@ -18,19 +18,24 @@ with v_k > epsilon, so with |K(x, z)| <= Kmax over the data (1 for rbf)
 eta Kmax)) steps when 2 epsilon > eta Kmax: Lemma 4.2's 4 ||w||^2 for eta = epsilon = 1/2 and rbf.
 That bound is the default step limit.
 
-Batched, exactly.  A step moves every response by at most eta Kmax, and for a
-kernel with K >= 0 (rbf, poly of even degree) it can only raise the violations of the other class.
-Each round the partitions apply the steps taken since the last round and report the responses of the
-support vectors and, per class, their top-q violators with rows, plus the best violation they did
-not report.  The driver then steps on what it holds for as long as its best example provably beats
-every unreported one (reported bound + accumulated drift, exact ties broken by the smaller content key
-of the example, then id, ``PartitionData.keys``): the step sequence is that of the one-step-at-a-time
-algorithm, in far fewer rounds, and the same for any row order and partitioning.  Steps on support vectors
-in the aggressive variant need no proof at all.
+Batched, exactly, by speculation.  The driver holds values (h, c~ and the row) for the support vectors and
+for every example a partition has reported; the partitions report, besides, the best violation among the
+examples they did not (the "open" ones).  Each round the driver runs the one-step algorithm on what it
+holds, as if nothing else existed, for up to ``SPECULATED_STEPS`` steps, and sends those steps; each
+partition answers, for every state along them, its best open example per class (with its row and
+response) and the runner-up, without applying them.  The steps stand up to the first one that some open
+example beats (larger violation, exact ties to the smaller content key of the example, then id,
+``PartitionData.keys``), or the stop that some open example above epsilon refutes; the next request
+commits them, and each partition's best open examples at that state become held, the runner-ups bounding
+the rest.  So the first step of every round stands, the step sequence is that of the one-step-at-a-time
+algorithm, and the same for any row order and partitioning, while a round takes as many steps as the
+held examples predict.  (The bound of the steps the driver could prove without the partitions, the
+reported bound plus eta Kmax per step on the other class, allowed 1.003 steps per round on ijcnn1.)
+Steps on support vectors in the aggressive variant need no check at all.
 
 The whole path is recorded: ``metadata["steps"]`` lists the id of every step and the support vectors
 are ordered by first appearance, so the model at any support size is a prefix (``slant_model_at``).
-Validation rows on the engine are scored after every step by the rounds that apply the steps, so the
+Validation rows on the engine are scored after every step by the rounds that speculate, so the
 validation error at every support size comes with the path (``core.selection``).
 
 Small support sets.  The guarantee (Lemma 4.1: slant loss <= the reference's hinge loss) holds once
@@ -79,9 +84,6 @@ from core.validation import check_positive
 
 log = logging.getLogger("spark_bsvm")
 
-_SLACK = 1e-12  # relative margin on a drift bound, for the rounding of the responses the driver cannot see
-
-
 @one_blas_thread
 def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_steps=None, aggressive=False,
               candidates_per_class=64, select="end", tolerance=0.0):
@@ -91,7 +93,8 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
     both); ``max_support``: stop before a step would add support vector ``max_support + 1``;
     ``max_steps``: at most this many steps (default: the convergence bound of the module doc, which
     then must exist); ``aggressive``: section 6.1's variant; ``candidates_per_class``: top violators
-    each partition reports per class and round (more: fewer rounds, more driver work per step).
+    each partition reports per class in the first round (and after a lost task), which the driver's
+    speculation starts from.
     The result keeps the reference's kernel and bias; its metadata holds the step path.  With validation
     rows on the engine, ``metadata["validation"]`` holds their error at every support size, and
     ``select``, ``tolerance`` choose the size kept (``core.selection``; the model is then
@@ -105,47 +108,50 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
     base = {"kernel": kernel.to_dict(), "eta": float(eta), "n_select": int(candidates_per_class)}
     reset = dict(base, reset=True, ref_rows=reference.support_vectors, ref_coef=reference.coef,
                  ref_bias=reference.bias)
-    before = path.model(eta)  # the partitions' model before the round's steps, which a lost task rebuilds
 
-    def rebuild():
-        return dict(request, **reset, sv_ids=before[0], sv_rows=before[1], sv_coef=before[2])
+    def rebuild():  # the partitions rebuilt from the driver's model: the steps that stood so far
+        ids, rows, coef = path.model(eta)
+        return dict(reset, sv_ids=ids, sv_rows=rows, sv_coef=coef)
 
-    request = dict(reset, sv_ids=before[0], sv_rows=before[1], sv_coef=before[2], step_order=np.zeros(0, np.int64))
     start = time.perf_counter()
-    rounds, stopped, limit = 0, None, max_steps
+    answers = engine.run(slant_round, rebuild(), rebuild=rebuild)
+    rounds, stood, length = 1, None, 4
+    kmax = max(a["kmax"] for a in answers)
+    limit = _step_limit(max_steps, sq_norm, eta, epsilon, kmax)
+    held = _Held(answers, path)
     validation = {"error": [], "loss": []}  # after each step
     progress = Progress("slant sparsifier", max_support, "support vectors") if max_support \
         else Progress("slant sparsifier", max_steps, "steps")
     while True:
+        steps, claims, stop = _speculate(held, path, kernel, eta, epsilon, aggressive, max_support, limit, length)
+        if not steps:  # a stop at the state the last round made exact
+            break
+        request = dict(base, reset=False, commit=stood, **_step_request(held, steps, claims))
         answers = engine.run(slant_round, request, rebuild=rebuild)
         rounds += 1
-        if rounds == 1:
-            kmax = max(a["kmax"] for a in answers)
-            limit = _step_limit(max_steps, sq_norm, eta, epsilon, kmax)
-            nonnegative = _nonnegative(kernel)
+        if "sv_ids" in answers[0]:  # a task was lost: the partitions were rebuilt from the driver's model
+            held, stood = _Held(answers, path), None
+            continue
+        refuted = min(a["refuted"] for a in answers)
+        stood = min(refuted, len(steps))
+        length = _next_length(length, stood, len(steps))
+        _commit(held, path, steps[:stood], answers, kernel, eta)
         for key, values in zip(("error", "loss"), summed(answers)):
-            validation[key].extend(np.atleast_1d(values).tolist())
-        held = _Held(answers, path)
-        if stopped:  # the last round only brought the partitions up to date: f is now exact
-            break
-        before = path.model(eta)
-        stopped, pending = _step_locally(held, path, kernel, eta, epsilon, kmax, nonnegative, aggressive,
-                                         max_support, limit)
-        log.info("slant round %d: %d steps, support %d, %.1fs", rounds, len(path.steps), len(path.ids),
-                 time.perf_counter() - start)
+            validation[key].extend(np.atleast_1d(values)[:stood].tolist())
+        log.info("slant round %d: %d of %d steps stood, support %d, %.1fs", rounds, stood, len(steps),
+                 len(path.ids), time.perf_counter() - start)
         progress.update(len(path.ids) if max_support else len(path.steps), f"{len(path.ids)} support vectors")
-        if stopped and not pending:
+        if refuted == len(claims) and stop:
             break
-        request = dict(base, reset=False, **_step_request(held, pending))
     meta = {"method": "slant_aggressive" if aggressive else "slant_basic",
             "params": {"eta": eta, "epsilon": epsilon, "max_support": max_support, "max_steps": max_steps,
                        "aggressive": aggressive, "candidates_per_class": candidates_per_class,
                        "kernel": kernel.to_dict(), "select": select, "tolerance": tolerance},
-            "steps": [int(i) for i in path.steps], "eta": eta, "stopped": stopped, "rounds": rounds,
+            "steps": [int(i) for i in path.steps], "eta": eta, "stopped": stop, "rounds": rounds,
             "objective": held.objective(), "step_limit": limit, "kmax": kmax, "n_train": engine.n_examples,
             "reference": {"method": reference.metadata.get("method"), "n_support": reference.n_support,
                           "sq_norm": sq_norm, "bias": reference.bias},
-            "converged": stopped == "objective"}
+            "converged": stop == "objective"}
     if not meta["converged"]:
         _warn_cut(meta, path, reference, epsilon)
     ids, rows, coef = path.model(eta)
@@ -274,11 +280,6 @@ def _warn_cut(meta, path, reference, epsilon):
                 meta["reference"]["sq_norm"], bound, one_class)
 
 
-def _nonnegative(kernel):
-    """True when K(x, z) >= 0 for all x, z: a step then only raises the other class's violations."""
-    return kernel.name == "rbf" or (kernel.name == "poly" and kernel.degree % 2 == 0)
-
-
 class _Path:
     """The driver's record: every step's id, the support vectors in first-appearance order, their counts."""
 
@@ -322,11 +323,12 @@ class _Path:
 
 
 class _Held:
-    """What the driver sees after a round: all support vectors and the partitions' candidates.
+    """What the driver holds values for: the support vectors and every example a partition reported, with
+    their rows, h and responses c (violation v = h - c) at the state of the steps that stood; ``bound[slot]``
+    and ``bound_rank[slot]`` are the best violation among the examples it does not hold, per class slot, and
+    that example's (content key, id), by which exact ties go to the smaller.
 
-    Values are kept as h, c (violation v = h - c) with rows for kernel columns; ``bound[c]`` and
-    ``bound_rank[c]`` are the best unreported violation of class slot c and its (content key, id), by which
-    exact ties go to the smaller.
+    Built from a reset's full answer; then ``_commit`` steps it and adds what each speculation found.
     """
 
     def __init__(self, answers, path):
@@ -345,20 +347,24 @@ class _Held:
         values = np.stack([a["next_value"] for a in answers])
         ranks = [[(int(a["next_key"][slot]), int(a["next_id"][slot])) for a in answers] for slot in (NEG, POS)]
         self.bound = np.full(2, -np.inf)
-        self.bound_rank = [(2**64, 0)] * 2  # after every (key, id)
+        self.bound_rank = [_LAST] * 2
         for slot in (NEG, POS):
             for value, rank in zip(values[:, slot], ranks[slot]):
-                if value > self.bound[slot] or (value == self.bound[slot] and rank < self.bound_rank[slot]):
-                    self.bound[slot], self.bound_rank[slot] = value, rank
-        self._columns = {}
+                self._raise_bound(slot, value, rank)
+        self._K = np.empty((2 * self.ids.size + 16, 0), order="F")  # see _column
+        self._slot, self._kernel, self._stepped_rows = {}, None, take_rows(self.rows, [])
 
-    def best(self, mask):
-        """Position of the largest violation where ``mask`` holds, ties to the smaller (key, id) (None if
+    def _raise_bound(self, slot, value, rank):
+        if value > self.bound[slot] or (value == self.bound[slot] and rank < self.bound_rank[slot]):
+            self.bound[slot], self.bound_rank[slot] = value, rank
+
+    def best(self, mask, c):
+        """Position of the largest violation h - c where ``mask`` holds, ties to the smaller (key, id) (None if
         empty)."""
         idx = np.flatnonzero(mask)
         if idx.size == 0:
             return None
-        v = self.h[idx] - self.c[idx]
+        v = self.h[idx] - c[idx]
         top = idx[v == v.max()]
         return int(top[np.lexsort((self.ids[top], self.keys[top]))[0]])
 
@@ -366,68 +372,140 @@ class _Held:
         """(content key, id) of held entry ``k``: the order of exact ties."""
         return int(self.keys[k]), int(self.ids[k])
 
-    def drift_bound(self, drift):
-        """Per class slot, the largest violation an unreported example can have after ``drift``."""
-        slack = np.where((drift > 0) & np.isfinite(self.bound), _SLACK * (1.0 + np.abs(self.bound)), 0.0)
-        return self.bound + drift * (1.0 + _SLACK) + slack
+    def step(self, c, k, eta, kernel):
+        """c += eta y_k y K(., x_k) on everything held (``add_steps``, as the partitions step)."""
+        add_steps(c, self.y, self._column(k, kernel), [0], [self.y[k]], eta)
 
-    def violation(self, k):
-        return self.h[k] - self.c[k]
+    def _column(self, k, kernel):
+        """K(held rows, x_k), as an (n, 1) view of ``_K``: the columns of the examples stepped on, kept as
+        examples are added (``_extend_columns``)."""
+        slot = self._slot.get(k)
+        n = self.ids.size
+        if slot is None:
+            slot = self._slot[k] = len(self._slot)
+            if slot == self._K.shape[1]:
+                self._K = _grown(self._K, self._K.shape[0], 2 * slot + 16)
+            row = take_rows(self.rows, [k])
+            self._K[:n, slot] = kernel_block(self.rows, row, kernel)[:, 0]
+            self._stepped_rows = stack_rows([self._stepped_rows, row])  # in slot order
+            self._kernel = kernel
+        return self._K[:n, slot:slot + 1]
 
-    def step(self, k, eta, kernel):
-        """c~ += eta y_k y K(., x_k) on everything held."""
-        column = self._columns.get(k)
-        if column is None:
-            column = self._columns[k] = kernel_block(self.rows, take_rows(self.rows, [k]), kernel)
-        add_steps(self.c, self.y, column, [0], [self.y[k]], eta)
+    def _extend_columns(self, old):
+        """The kept columns' values for the examples added after the first ``old``, in one kernel block."""
+        if not self._slot:
+            return
+        n = self.ids.size
+        if n > self._K.shape[0]:
+            self._K = _grown(self._K, 2 * n, self._K.shape[1])
+        self._K[old:n, :len(self._slot)] = kernel_block(take_rows(self.rows, np.arange(old, n)),
+                                                        self._stepped_rows, self._kernel)
+
+    def add_open_best(self, answers, state):
+        """Hold each partition's best open example per class at speculation ``state``; the runner-ups
+        become the bound."""
+        self.bound, self.bound_rank = np.full(2, -np.inf), [_LAST] * 2
+        rows, new = [], {"ids": [], "keys": [], "y": [], "h": [], "c": []}
+        for a in answers:
+            for slot in (NEG, POS):
+                self._raise_bound(slot, a["runner_up_value"][state, slot],
+                                  (int(a["runner_up_key"][state, slot]), int(a["runner_up_id"][state, slot])))
+                if a["best_ids"][state, slot] < 0:
+                    continue
+                for key, value in (("ids", a["best_ids"]), ("keys", a["best_keys"]), ("h", a["best_h"]),
+                                   ("c", a["best_c"])):
+                    new[key].append(value[state, slot])
+                new["y"].append(1.0 if slot == POS else -1.0)
+                rows.append(take_rows(a["best_rows"], [a["best_row"][state, slot]]))
+        if not rows:
+            return
+        old = self.ids.size
+        self.ids = np.concatenate([self.ids, np.array(new["ids"], np.int64)])
+        self.keys = np.concatenate([self.keys, np.array(new["keys"], np.uint64)])
+        for key in ("y", "h", "c"):
+            setattr(self, key, np.concatenate([getattr(self, key), np.array(new[key], np.float64)]))
+        self.is_sv = np.concatenate([self.is_sv, np.zeros(len(rows), bool)])
+        self.rows = stack_rows([self.rows] + rows)
+        self._extend_columns(old)
 
     def objective(self):
-        """max(best held violation, best unreported): f(w~), exact right after a round."""
-        k = self.best(np.ones(self.ids.size, bool))
-        return float(max(self.bound.max(), -np.inf if k is None else self.violation(k)))
+        """max(best held violation, best unheld): f(w~), exact at the state of the steps that stood."""
+        k = self.best(np.ones(self.ids.size, bool), self.c)
+        return float(max(self.bound.max(), -np.inf if k is None else self.h[k] - self.c[k]))
 
 
-def _step_locally(held, path, kernel, eta, epsilon, kmax, nonnegative, aggressive, max_support, limit):
-    """Take every step provably equal to the one-step-at-a-time algorithm's; returns (stop reason, steps).
+def _grown(K, rows, cols):
+    """``K`` in a larger Fortran-order array (its columns contiguous), the values kept."""
+    grown = np.empty((rows, cols), order="F")
+    grown[:K.shape[0], :K.shape[1]] = K
+    return grown
 
-    The stop reason is None when a round is needed to go on.  ``raised[c]`` counts the steps taken
-    since the round that can have raised the unreported violations of class slot c, each by at most
-    eta Kmax; with none, the reported (value, key, id) is exact and ties go to the smaller (key, id).
+
+_LAST = (2**64, 0)  # a (key, id) after every example's
+_FIRST = (0, -1)  # a (key, id) before every example's: a claim (value, _FIRST) is beaten by larger values only
+_UNBEATABLE = (np.inf, _FIRST)  # the claim of a step no open example can refute (the aggressive variant's steps
+# on support vectors: the rule looks at those alone)
+SPECULATED_STEPS = 32  # most steps the driver sends in one round
+
+
+def _next_length(length, stood, sent):
+    """How many steps to speculate next, after ``stood`` of the ``sent`` last time stood: twice as many after a
+    round whose steps all stood, else twice the steps that stood (at least 4)."""
+    return min(SPECULATED_STEPS, 2 * length) if stood == sent else max(4, 2 * stood)
+
+
+def _speculate(held, path, kernel, eta, epsilon, aggressive, max_support, limit, length):
+    """The steps the one-step-at-a-time algorithm takes if the examples held were all there were: up to
+    ``length`` of them (positions in ``held``), each with its claim (violation, (key, id)) that an
+    open example must beat to refute it, and the stop reason after them (None: go on).
+
+    Nothing is changed: the steps are taken on a copy of the responses.  The first step, or a stop before
+    it, is exact: the driver holds each partition's best open example of each class, and the bound is the
+    best of the rest.  A stop for "max_support" or "max_steps" is exact wherever it comes: an open example
+    that beat the step it replaces would not be a support vector either.
     """
-    pending = []
-    raised = np.zeros(2)
+    c, is_sv = held.c.copy(), held.is_sv.copy()
+    n_support, n_steps = len(path.ids), len(path.steps)
+    steps, claims = [], []
     everything = np.ones(held.ids.size, bool)
     while True:
-        if len(path.steps) >= limit:
-            return "max_steps", pending
-        k = held.best(held.is_sv & (held.h - held.c > epsilon)) if aggressive else None
+        if n_steps + len(steps) >= limit:
+            return steps, claims, "max_steps"
+        if len(steps) == length:
+            return steps, claims, None
+        k = held.best(is_sv & (held.h - c > epsilon), c) if aggressive else None
+        claim = _UNBEATABLE
         if k is None:  # the basic rule, or no support vector violates: the overall most violating index
-            k = held.best(everything)
-            value = -np.inf if k is None else held.violation(k)
-            bound = held.drift_bound(eta * kmax * raised)
+            k = held.best(everything, c)
+            value = -np.inf if k is None else held.h[k] - c[k]
             if value <= epsilon:
-                if np.all(bound <= epsilon):
-                    return "objective", pending
-                return None, pending
-            for slot in (NEG, POS):
-                exact_tie_won = raised[slot] == 0 and value == bound[slot] and held.rank(k) < held.bound_rank[slot]
-                if not (value > bound[slot] or exact_tie_won):
-                    return None, pending
-            if not held.is_sv[k] and len(path.ids) == max_support:
-                return "max_support", pending
-        held.step(k, eta, kernel)
+                if steps:  # refuted by any open example above epsilon
+                    claims.append((epsilon, _FIRST))
+                return steps, claims, "objective"
+            if not is_sv[k] and n_support == max_support:
+                return steps, claims, "max_support"
+            claim = (value, held.rank(k))
+        held.step(c, k, eta, kernel)
+        n_support += not is_sv[k]
+        is_sv[k] = True
+        steps.append(k)
+        claims.append(claim)
+
+
+def _commit(held, path, steps, answers, kernel, eta):
+    """Take ``steps`` (those that stood) on ``held`` and the path, and hold the partitions' best open
+    examples at the state after them (``_Held.add_open_best``)."""
+    for k in steps:
+        held.step(held.c, k, eta, kernel)
         held.is_sv[k] = True
         path.add(int(held.ids[k]), float(held.y[k]), take_rows(held.rows, [k]))
-        pending.append(k)
-        slot = POS if held.y[k] > 0 else NEG
-        if nonnegative:
-            raised[1 - slot] += 1
-        else:
-            raised += 1
+    held.add_open_best(answers, len(steps))
 
 
-def _step_request(held, pending):
-    """The steps for the partitions: each stepped example once, and the order of the steps."""
-    unique, order = np.unique(np.asarray(pending, np.int64), return_inverse=True)
+def _step_request(held, steps, claims):
+    """The steps for the partitions: each stepped example once, the order of the steps, and the claims."""
+    unique, order = np.unique(np.asarray(steps, np.int64), return_inverse=True)
     return {"step_ids": held.ids[unique], "step_rows": take_rows(held.rows, unique), "step_y": held.y[unique],
-            "step_order": order.astype(np.int64)}
+            "step_order": order.astype(np.int64), "claim_value": np.array([value for value, _ in claims]),
+            "claim_key": np.array([key for _, (key, _) in claims], np.uint64),
+            "claim_id": np.array([i for _, (_, i) in claims], np.int64)}

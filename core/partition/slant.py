@@ -12,28 +12,40 @@ The violation of example i is v_i = h_i - c~_i; the objective of problem 4.1
 is f(w~) = max over eligible i of v_i.  A step on index k adds eta to a~_k
 and c~_i += eta y_k y_i K(x_i, x_k) for every i (``add_steps``).
 
-Each round a partition applies the steps the driver took since the last
-round, then reports the responses of its support examples (the driver holds
-their rows) and, per class, its ``n_select`` most violating eligible
-non-support examples with their rows, ranked by (v desc, content key asc, id
-asc: exact ties go by the example, not its row position, see
-``PartitionData.keys``), and the (v, key, id) of the best one it did not
-report: the driver's bound on everything it does not see.
+Two kinds of rounds (``core.slant``'s module doc tells how the driver uses them).  A reset (the first
+round, and the round after a lost task) builds the state from the reference and the driver's model and
+answers in full: the responses of the partition's support examples (the driver holds their rows), its
+``n_select`` most violating eligible non-support examples per class with their rows, ranked by (v desc,
+content key asc, id asc: exact ties go by the example, not its row position, see ``PartitionData.keys``),
+and the (v, key, id) of the best one it did not report.  From then on the driver holds values for those
+examples ("held": the support examples and every example reported); the others are "open".
+
+Every other round is a speculation: the request carries steps the driver took on what it holds, each with
+its claim (the violation and the (key, id) of the example it stepped on; one more claim for a stop after
+them).  The partition, without applying the steps, ranks its open eligible examples of each class at every
+state t = 0..T along the T steps (state t: the first t applied) up to the first state whose claim its best
+open example beats, and answers with that state and, per state and class, the best two, the best one with
+its row and response.  The next request says how many of those steps stood (``commit``): they are applied,
+and the best open example per class at that state becomes held.
 
 Validation rows (``data.validation``, never stepped on) keep the sparse model's
-decision values f~(x) = <w~, phi(x)> + b; each round answers with their error
-and hinge loss after every step it applied (``core.partition.validation``), so
+decision values f~(x) = <w~, phi(x)> + b; a speculation answers with their error
+and hinge loss after each of its steps (``core.partition.validation``), so
 the driver knows them at every support size.
 """
 
+import numba
 import numpy as np
 
+from core.config import NJIT
 from core.kernels import KernelSpec, kernel_block
 from core.partition.common import kernel_times, locate, top_k
 from core.partition.validation import validation_sums_per_step
-from core.rows import take_rows
+from core.rows import n_rows, take_rows
 
 NEG, POS = 0, 1  # class slots of the per-class answers (y = -1, y = +1)
+CHUNK = 4  # steps whose kernel columns a speculation computes at a time: none past the first refuted claim
+COLUMN_BYTES = 32 << 20  # the kernel columns a partition keeps (``_Columns``), at least those of one speculation
 
 
 def add_steps(responses, y, K, cols, step_y, eta):
@@ -41,11 +53,68 @@ def add_steps(responses, y, K, cols, step_y, eta):
 
     ``K[:, cols[t]]`` holds the kernel values with the t-th step's example,
     ``step_y[t]`` its label.  The driver and the partitions both step with
-    this function, so that they do the same arithmetic.
+    this arithmetic (``_add_steps``, which ``_check_states`` follows step by step), so that they agree to
+    the bit.
     """
-    for col, label in zip(np.asarray(cols).tolist(), np.asarray(step_y).tolist()):
-        responses += (eta * label) * y * K[:, col]
+    scale = eta * np.asarray(step_y, np.float64)
+    _add_steps(responses, np.asarray(y, np.float64), K, np.asarray(cols, np.int64), scale)
     return responses
+
+
+@numba.njit(**NJIT)
+def _add_steps(responses, y, K, cols, scale):
+    for t in range(cols.shape[0]):
+        col, s = cols[t], scale[t]
+        for i in range(responses.shape[0]):
+            responses[i] += (s * y[i]) * K[i, col]
+
+
+@numba.njit(**NJIT)
+def _ranks_before(va, a, vb, key_b, id_b, keys, ids):
+    """Whether entry a (violation va) ranks before an example of violation vb, content key key_b and id id_b:
+    a larger violation, then a smaller key, then a smaller id."""
+    if va != vb:
+        return va > vb
+    if keys[a] != key_b:
+        return keys[a] < key_b
+    return ids[a] < id_b
+
+
+@numba.njit(**NJIT)
+def _check_states(h, c, y, open_, keys, ids, K, cols, scale, applied, first, last, claim_value, claim_key, claim_id,
+                  best, best_v, best_c, runner_up, runner_up_v):
+    """Carry the responses ``c``, at state ``applied`` on entry (state t: the first t of the steps ``cols``,
+    ``scale`` applied, ``_add_steps``' arithmetic, K transposed: a row per column), through states ``first``
+    to ``last``, and at each rank the open entries of each class slot by (v = h - c desc, key asc, id asc):
+    the best two, ``best[t, slot]`` and ``runner_up[t, slot]`` (positions, -1 for none), their violations
+    and the best one's response.  Returns the first of those states whose claim (``claim_*[t]``) the best
+    open entry beats, ``claim_value.size`` if none does."""
+    for t in range(first, last + 1):
+        if t > applied:
+            col, s = cols[t - 1], scale[t - 1]
+            for i in range(c.shape[0]):
+                c[i] += (s * y[i]) * K[col, i]
+        for i in range(c.shape[0]):
+            if not open_[i]:
+                continue
+            slot = 1 if y[i] > 0 else 0
+            v = h[i] - c[i]
+            if v < runner_up_v[t, slot]:
+                continue
+            b = best[t, slot]
+            if b < 0 or _ranks_before(v, i, best_v[t, slot], keys[b], ids[b], keys, ids):
+                runner_up[t, slot], runner_up_v[t, slot] = b, best_v[t, slot]
+                best[t, slot], best_v[t, slot], best_c[t, slot] = i, v, c[i]
+            else:
+                r = runner_up[t, slot]
+                if r < 0 or _ranks_before(v, i, runner_up_v[t, slot], keys[r], ids[r], keys, ids):
+                    runner_up[t, slot], runner_up_v[t, slot] = i, v
+        if t < claim_value.shape[0]:
+            for slot in range(2):
+                b = best[t, slot]
+                if b >= 0 and _ranks_before(best_v[t, slot], b, claim_value[t], claim_key[t], claim_id[t], keys, ids):
+                    return t
+    return claim_value.shape[0]
 
 
 def ranked(values, keys, ids, mask, k):
@@ -71,6 +140,58 @@ def kernel_bound(data, spec):
     return (spec.gamma * largest + abs(spec.coef0)) ** spec.degree
 
 
+class _Columns:
+    """Kernel columns K(x_i, x_k) of the partition's rows with examples the driver stepped on or speculated
+    with, a row of ``K`` each (the block transposed), kept by example id: a speculation that steps on an
+    example again (a support vector, or a step refuted the round before) reuses its column.  Up to
+    ``COLUMN_BYTES`` of them; beyond, the one least recently used gives way, never one of the current round
+    (``begin_round``), which gets a new row instead."""
+
+    def __init__(self, n):
+        self.limit = max(1, COLUMN_BYTES // (8 * max(n, 1)))
+        self.K = np.empty((min(self.limit, 2 * CHUNK), n))
+        self.slot = {}  # example id -> row of K
+        self.held_by = np.full(self.K.shape[0], -1, np.int64)  # row -> example id (-1: free)
+        self.used = np.zeros(self.K.shape[0], np.int64)  # row -> round of its last use
+        self.round = 0
+
+    def begin_round(self):
+        self.round += 1
+
+    def rows_of(self, ids, rows, spec, data):
+        """The rows of K that hold the columns of the examples ``ids`` (``rows``: theirs), computing those not
+        kept (one kernel block)."""
+        at = np.empty(len(ids), np.int64)
+        missing = []
+        for j, example in enumerate(ids.tolist()):
+            row = self.slot.get(example)
+            if row is None:
+                row = self._free_row()
+                if self.held_by[row] >= 0:
+                    del self.slot[int(self.held_by[row])]
+                self.slot[example], self.held_by[row] = row, example
+                missing.append(j)
+            self.used[row] = self.round
+            at[j] = row
+        if missing:
+            self.K[at[missing]] = kernel_block(data.rows, take_rows(rows, missing), spec, x_sq_norms=data.sq_norms,
+                                               transposed=True)
+        return at
+
+    def _free_row(self):
+        """A row for a new column: a free one, else the least recently used once the limit is reached, else
+        (every row used this round, or the limit not reached) one of twice as many rows."""
+        row = int(np.argmin(self.used))
+        if self.held_by[row] < 0 or (self.used[row] < self.round and self.K.shape[0] >= self.limit):
+            return row
+        size = self.K.shape[0]
+        grown = 2 * size if self.used[row] == self.round else min(self.limit, 2 * size)
+        self.K = np.concatenate([self.K, np.empty((grown - size, self.K.shape[1]))])
+        self.held_by = np.concatenate([self.held_by, np.full(grown - size, -1, np.int64)])
+        self.used = np.concatenate([self.used, np.zeros(grown - size, np.int64)])
+        return size
+
+
 def _reset(data, request):
     """Rebuild h, eligibility, responses and support from the reference and the driver's model."""
     spec = KernelSpec.from_dict(request["kernel"])
@@ -85,56 +206,123 @@ def _reset(data, request):
     val = data.validation
     val_f = None if val is None else kernel_times(val, request["sv_rows"], request["sv_coef"], spec) \
         + request["ref_bias"]
-    return {"h": h, "eligible": margin > 0.0, "responses": responses, "support": support, "val_f": val_f}
+    return {"h": h, "eligible": margin > 0.0, "responses": responses, "support": support, "held": support.copy(),
+            "val_f": val_f, "speculated": None, "columns": _Columns(len(data)),
+            "by_id": np.argsort(data.ids, kind="stable")}  # for ``locate``
 
 
 def slant_round(data, state, request):
-    """Apply the driver's last steps, then report support responses and the top violators per class.
+    """A reset (full answer) or a speculation (its steps' states), after committing the last speculation.
 
     Request: ``kernel``, ``eta``, ``n_select`` (per class); ``reset`` with
     ``ref_rows, ref_coef, ref_bias`` (the reference expansion) and
     ``sv_ids, sv_rows, sv_coef`` (the sparse model so far, signed
-    coefficients) to (re)build the state; the steps as ``step_ids,
-    step_rows, step_y`` (each stepped example once) and ``step_order``
-    (indices into them, one per step, in order).
+    coefficients) to (re)build the state; else ``commit`` (how many steps of the last speculation stood,
+    None after a reset), the steps as ``step_ids, step_rows, step_y`` (each stepped example once) and
+    ``step_order`` (indices into them, one per step, in order), and the claims ``claim_value``,
+    ``claim_key``, ``claim_id`` (one per step, and one more for a stop after them).
 
-    Answer: ``sv_ids, sv_keys, sv_h, sv_c`` for the support examples held here;
+    Answer to a reset: ``sv_ids, sv_keys, sv_h, sv_c`` for the support examples held here;
     ``cand_ids, cand_keys, cand_rows, cand_y, cand_h, cand_c``; ``next_value``, ``next_key`` and
-    ``next_id`` (per class) of the best unreported eligible non-support
-    example; on reset also ``kmax`` (``kernel_bound``) and ``n_eligible``.  Validation sums:
-    ``val_mistakes`` and ``val_loss`` after each step of the round (arrays) and ``val_weight``.
+    ``next_id`` (per class) of the best unreported eligible non-support example; ``kmax``
+    (``kernel_bound``) and ``n_eligible``.  Answer to a speculation: ``refuted``, the first state whose
+    claim an open example here beats (the number of claims if none), and arrays of shape (T + 1, 2) over
+    the states (filled up to ``refuted``) and class slots: ``best_ids`` (-1: no open example), ``best_keys``,
+    ``best_h``, ``best_c``, ``best_row`` (row of ``best_rows``), ``runner_up_value``, ``runner_up_key``,
+    ``runner_up_id``.
+    Both: validation sums ``val_mistakes`` and ``val_loss`` after each step (arrays) and ``val_weight``.
     """
-    answer = {}
     if request["reset"]:
         state = _reset(data, request)
         spec = KernelSpec.from_dict(request["kernel"])
-        answer["kmax"] = kernel_bound(data, spec)
-        answer["n_eligible"] = int(state["eligible"].sum())
-    h, eligible, responses, support = state["h"], state["eligible"], state["responses"], state["support"]
-    order = request["step_order"]
-    K_val, val_scale = None, np.zeros(0)
-    if len(order):
-        spec = KernelSpec.from_dict(request["kernel"])
-        K = kernel_block(data.rows, request["step_rows"], spec, x_sq_norms=data.sq_norms)
-        add_steps(responses, data.y, K, order, request["step_y"][order], request["eta"])
-        local, _ = locate(data, request["step_ids"])
-        support[local] = True
-        val_scale = request["eta"] * request["step_y"][order]
-        if data.validation is not None:
-            K_val = kernel_block(data.validation.rows, request["step_rows"], spec,
-                                 x_sq_norms=data.validation.sq_norms)
-    answer.update(validation_sums_per_step(data, state["val_f"], K_val, order, val_scale))
-    violation = h - responses
+        answer = _full_answer(data, state, request["n_select"])
+        answer.update(kmax=kernel_bound(data, spec), n_eligible=int(state["eligible"].sum()))
+        answer.update(validation_sums_per_step(data, state["val_f"], None, [], []))
+        return state, answer
+    _commit(data, state, request["commit"])
+    return state, _speculation(data, state, request)
+
+
+def _full_answer(data, state, n_select):
+    """The reset's answer (see ``slant_round``); the examples reported become held."""
+    support, violation = state["support"], state["h"] - state["responses"]
     chosen = []
-    answer.update(next_value=np.full(2, -np.inf), next_key=np.zeros(2, np.uint64), next_id=np.full(2, -1, np.int64))
+    answer = {"next_value": np.full(2, -np.inf), "next_key": np.zeros(2, np.uint64),
+              "next_id": np.full(2, -1, np.int64)}
     for slot, in_class in ((NEG, data.y < 0), (POS, data.y > 0)):
-        idx, value, key, next_id = ranked(violation, data.keys, data.ids, eligible & ~support & in_class,
-                                          request["n_select"])
+        idx, value, key, next_id = ranked(violation, data.keys, data.ids, state["eligible"] & ~support & in_class,
+                                          n_select)
         chosen.append(idx)
         answer["next_value"][slot], answer["next_key"][slot], answer["next_id"][slot] = value, key, next_id
     cand = np.concatenate(chosen)
+    state["held"][cand] = True
     sv = np.flatnonzero(support)
-    answer.update(sv_ids=data.ids[sv], sv_keys=data.keys[sv], sv_h=h[sv], sv_c=responses[sv],
+    answer.update(sv_ids=data.ids[sv], sv_keys=data.keys[sv], sv_h=state["h"][sv], sv_c=state["responses"][sv],
                   cand_ids=data.ids[cand], cand_keys=data.keys[cand], cand_rows=take_rows(data.rows, cand),
-                  cand_y=data.y[cand], cand_h=h[cand], cand_c=responses[cand])
-    return state, answer
+                  cand_y=data.y[cand], cand_h=state["h"][cand], cand_c=state["responses"][cand])
+    return answer
+
+
+def _speculation(data, state, request):
+    """The best open examples at every state along the request's steps, up to the first claim refuted here,
+    the kernel columns taken ``CHUNK`` steps at a time as the states need them (``_Columns``; what the next
+    round's commit needs is kept in ``state["speculated"]``); the answer of ``slant_round``."""
+    spec = KernelSpec.from_dict(request["kernel"])
+    order = np.asarray(request["step_order"], np.int64)
+    scale = request["eta"] * request["step_y"][order]
+    claims = request["claim_value"], request["claim_key"], request["claim_id"]
+    shape = (order.size + 1, 2)
+    best, runner_up = np.full(shape, -1, np.int64), np.full(shape, -1, np.int64)
+    best_v, best_c, runner_up_v = np.full(shape, -np.inf), np.zeros(shape), np.full(shape, -np.inf)
+    columns = state["columns"]
+    columns.begin_round()
+    at = np.full(n_rows(request["step_rows"]), -1, np.int64)  # each stepped example's row of columns.K
+    c, open_ = state["responses"].copy(), state["eligible"] & ~state["held"]
+    applied, first = 0, 0
+    while True:
+        last = min(first + CHUNK, order.size)
+        needed = np.array(sorted({k for k in order[applied:last].tolist() if at[k] < 0}), np.int64)
+        if needed.size:
+            at[needed] = columns.rows_of(request["step_ids"][needed], take_rows(request["step_rows"], needed), spec,
+                                         data)
+        refuted = _check_states(state["h"], c, data.y, open_, data.keys, data.ids, columns.K, at[order], scale,
+                                applied, first, last, *claims, best, best_v, best_c, runner_up, runner_up_v)
+        if refuted < claims[0].size or last == order.size:
+            break
+        applied, first = last, last + 1
+    K_val = None
+    if data.validation is not None:
+        K_val = kernel_block(data.validation.rows, request["step_rows"], spec, x_sq_norms=data.validation.sq_norms)
+    val_f = None if state["val_f"] is None else state["val_f"].copy()
+    state["speculated"] = {"at": at[order], "K_val": K_val, "order": order, "scale": scale,
+                           "step_ids": request["step_ids"], "best": best}
+    found = best >= 0
+    at = np.where(found, best, 0)
+    picked, best_row = np.unique(at[found], return_inverse=True)
+    answer = {"refuted": refuted, "best_ids": np.where(found, data.ids[at], -1),
+              "best_keys": np.where(found, data.keys[at], 0), "best_h": state["h"][at], "best_c": best_c,
+              "best_row": np.full(shape, -1, np.int64), "best_rows": take_rows(data.rows, picked),
+              "runner_up_value": runner_up_v,
+              "runner_up_key": np.where(runner_up >= 0, data.keys[np.maximum(runner_up, 0)], 0),
+              "runner_up_id": np.where(runner_up >= 0, data.ids[np.maximum(runner_up, 0)], -1)}
+    answer["best_row"][found] = best_row
+    answer.update(validation_sums_per_step(data, val_f, K_val, order, scale))
+    return answer
+
+
+def _commit(data, state, stood):
+    """Apply the first ``stood`` steps of the last speculation (``add_steps``' arithmetic, which its states
+    followed) to the responses and the validation values; the stepped examples become support, and the best
+    open example per class at that state becomes held."""
+    speculated, state["speculated"] = state["speculated"], None
+    if speculated is None or stood is None:  # the first speculation after a reset
+        return
+    order, scale = speculated["order"][:stood], speculated["scale"][:stood]
+    _add_steps(state["responses"], data.y, state["columns"].K.T, speculated["at"][:stood], scale)
+    if state["val_f"] is not None:
+        validation_sums_per_step(data, state["val_f"], speculated["K_val"], order, scale)
+    local, _ = locate(data, speculated["step_ids"][order], state["by_id"])
+    state["support"][local] = True
+    state["held"][local] = True
+    newly_held = speculated["best"][stood]
+    state["held"][newly_held[newly_held >= 0]] = True

@@ -121,14 +121,19 @@ def test_slant_records_the_error_at_every_support_size_and_keeps_the_chosen_one(
     np.testing.assert_array_equal(kept.coef, slant_model_at(model, s).coef)
 
 
-def test_slant_rounds_lost_with_their_steps_are_replayed_from_the_model_before_them(data):
+def test_a_slant_speculation_lost_with_its_tasks_is_taken_again_from_the_model_of_the_steps_that_stood(data):
     X, y, held = data
     reference = fit_csvc(LocalEngine(X[~held], y[~held]), C=3.0, kernel=KERNEL)
     engine = _EngineLosingItsTasks(X, y, n_partitions=2, lost_at=3, validation=held)
     disturbed = fit_slant(engine, reference, candidates_per_class=4)
     undisturbed = fit_slant(LocalEngine(X, y, n_partitions=2, validation=held), reference, candidates_per_class=4)
     assert disturbed.metadata["steps"] == undisturbed.metadata["steps"]
-    assert disturbed.metadata["validation"] == undisturbed.metadata["validation"]
+    assert engine.lost_in == "slant_round"
+    record, expected = disturbed.metadata["validation"], undisturbed.metadata["validation"]
+    assert record["error"] == expected["error"] and record["kept_size"] == expected["kept_size"]
+    # the rebuilt partitions sum the model's terms (``kernel_times``), not its steps one by one: the same losses
+    # to rounding
+    np.testing.assert_allclose(record["loss"], expected["loss"], rtol=1e-12)
 
 
 def test_ebsvm_scores_its_checkpoints_and_returns_the_chosen_one(data):

@@ -138,23 +138,55 @@ def test_ranked_breaks_ties_by_content_key_then_id_and_reports_the_next():
     assert ids[chosen].tolist() == [15, 10, 11] and (value, key, next_id) == (-np.inf, 0, -1)
 
 
-def test_a_rebuilt_partition_has_the_responses_of_the_stepped_one(problem):
+def test_a_speculation_reports_the_best_open_examples_along_its_steps_and_commits_what_stood(problem):
     X, y, reference = problem
     data = PartitionData.build(X, y, np.ones(len(y)), np.arange(len(y)))
     base = {"kernel": KERNEL.to_dict(), "eta": 0.5, "n_select": 3, "ref_rows": reference.support_vectors,
             "ref_coef": reference.coef, "ref_bias": reference.bias}
     empty = {"sv_ids": np.zeros(0, np.int64), "sv_rows": np.zeros((0, 4)), "sv_coef": np.zeros(0)}
-    state, _ = slant_round(data, {}, dict(base, reset=True, step_order=np.zeros(0, np.int64), **empty))
+    state, full = slant_round(data, {}, dict(base, reset=True, **empty))
+    held = state["held"].copy()
+    assert held.sum() == 6 and set(np.flatnonzero(held)) == set(full["cand_ids"])
     ids = np.array([5, 9])
-    state, stepped = slant_round(data, state, dict(base, reset=False, step_ids=ids, step_rows=X[ids],
-                                                   step_y=y[ids], step_order=np.array([0, 1, 0])))
-    _, rebuilt = slant_round(data, {}, dict(base, reset=True, step_order=np.zeros(0, np.int64), sv_ids=ids,
-                                            sv_rows=X[ids], sv_coef=0.5 * np.array([2.0, 1.0]) * y[ids]))
-    assert stepped["sv_ids"].tolist() == rebuilt["sv_ids"].tolist() == [5, 9]
-    np.testing.assert_allclose(stepped["sv_c"], rebuilt["sv_c"], atol=1e-12)
-    assert stepped["cand_ids"].tolist() == rebuilt["cand_ids"].tolist()
-    expected = 0.5 * y * (2 * y[5] * naive_kernel(X, X[[5]], KERNEL)[:, 0] + y[9] * naive_kernel(X, X[[9]], KERNEL)[:, 0])
+    steps = dict(step_ids=ids, step_rows=X[ids], step_y=y[ids], step_order=np.array([0, 1, 0]))
+    unbeatable = dict(claim_value=np.full(3, np.inf), claim_key=np.zeros(3, np.uint64), claim_id=np.zeros(3, np.int64))
+    state, speculated = slant_round(data, state, dict(base, reset=False, commit=None, **steps, **unbeatable))
+    assert not state["responses"].any()  # nothing applied before the commit
+    assert speculated["refuted"] == 3
+    columns = naive_kernel(X, X[[5, 9, 5]], KERNEL)
+    open_ = state["eligible"] & ~held
+    for t in range(4):  # state t: the first t steps applied
+        c = 0.5 * y * (columns[:, :t] @ y[[5, 9, 5]][:t])
+        v = state["h"] - c
+        for slot, in_class in ((0, y < 0), (1, y > 0)):
+            order = np.lexsort((np.arange(len(y)), data.keys, -v))  # v desc, key, id
+            ranked_ = [i for i in order if open_[i] and in_class[i]]
+            assert speculated["best_ids"][t, slot] == ranked_[0]
+            assert speculated["runner_up_id"][t, slot] == ranked_[1]
+            assert speculated["best_c"][t, slot] == pytest.approx(c[ranked_[0]], abs=1e-12)
+            assert speculated["runner_up_value"][t, slot] == pytest.approx(v[ranked_[1]], abs=1e-12)
+            np.testing.assert_array_equal(speculated["best_rows"][speculated["best_row"][t, slot]], X[ranked_[0]])
+    # a claim at state 1 that the best open example there ties in value and beats by its smaller id
+    best = speculated["best_ids"][1, 1]
+    tie = dict(unbeatable, claim_value=np.array([np.inf, speculated["best_h"][1, 1] - speculated["best_c"][1, 1],
+                                                 np.inf]), claim_key=np.array([0, data.keys[best], 0], np.uint64),
+               claim_id=np.array([0, best + 1, 0]))
+    _, refuted = slant_round(data, dict(state, speculated=None), dict(base, reset=False, commit=None, **steps, **tie))
+    assert refuted["refuted"] == 1 and (refuted["best_ids"][2:] == -1).all()  # later states: not computed
+    no_steps = dict(step_ids=np.zeros(0, np.int64), step_rows=np.zeros((0, 4)), step_y=np.zeros(0),
+                    step_order=np.zeros(0, np.int64), claim_value=np.zeros(0), claim_key=np.zeros(0, np.uint64),
+                    claim_id=np.zeros(0, np.int64))
+    state, after = slant_round(data, state, dict(base, reset=False, commit=2, **no_steps))  # steps 5 and 9 stood
+    expected = 0.5 * y * (y[5] * naive_kernel(X, X[[5]], KERNEL)[:, 0] + y[9] * naive_kernel(X, X[[9]], KERNEL)[:, 0])
     np.testing.assert_allclose(state["responses"], expected, atol=1e-12)
+    assert np.flatnonzero(state["support"]).tolist() == [5, 9]
+    newly = [speculated["best_ids"][2, slot] for slot in (0, 1)]
+    assert set(np.flatnonzero(state["held"] & ~held)) == {5, 9} | set(newly) - set(np.flatnonzero(held))
+    assert not np.isin(after["best_ids"][0], newly).any()  # held now, so no longer open
+    _, rebuilt = slant_round(data, {}, dict(base, reset=True, sv_ids=ids, sv_rows=X[ids],
+                                            sv_coef=0.5 * y[ids]))
+    assert rebuilt["sv_ids"].tolist() == [5, 9]
+    np.testing.assert_allclose(rebuilt["sv_c"], state["responses"][ids], atol=1e-12)
 
 
 @pytest.mark.parametrize("kwargs, message", [
