@@ -352,7 +352,7 @@ class _Held:
             for value, rank in zip(values[:, slot], ranks[slot]):
                 self._raise_bound(slot, value, rank)
         self._K = np.empty((2 * self.ids.size + 16, 0), order="F")  # see _column
-        self._slot, self._kernel, self._stepped_rows = {}, None, take_rows(self.rows, [])
+        self._slot, self._kernel = {}, None
 
     def _raise_bound(self, slot, value, rank):
         if value > self.bound[slot] or (value == self.bound[slot] and rank < self.bound_rank[slot]):
@@ -384,10 +384,8 @@ class _Held:
         if slot is None:
             slot = self._slot[k] = len(self._slot)
             if slot == self._K.shape[1]:
-                self._K = _grown(self._K, self._K.shape[0], 2 * slot + 16)
-            row = take_rows(self.rows, [k])
-            self._K[:n, slot] = kernel_block(self.rows, row, kernel)[:, 0]
-            self._stepped_rows = stack_rows([self._stepped_rows, row])  # in slot order
+                self._K = _grown(self._K, self._K.shape[0], 2 * slot + 16, n)
+            self._K[:n, slot] = kernel_block(self.rows, take_rows(self.rows, [k]), kernel)[:, 0]
             self._kernel = kernel
         return self._K[:n, slot:slot + 1]
 
@@ -397,9 +395,10 @@ class _Held:
             return
         n = self.ids.size
         if n > self._K.shape[0]:
-            self._K = _grown(self._K, 2 * n, self._K.shape[1])
-        self._K[old:n, :len(self._slot)] = kernel_block(take_rows(self.rows, np.arange(old, n)),
-                                                        self._stepped_rows, self._kernel)
+            self._K = _grown(self._K, 2 * n, self._K.shape[1], old)
+        stepped = np.array(list(self._slot), np.int64)  # in slot order
+        self._K[old:n, :stepped.size] = kernel_block(take_rows(self.rows, np.arange(old, n)),
+                                                     take_rows(self.rows, stepped), self._kernel)
 
     def add_open_best(self, answers, state):
         """Hold each partition's best open example per class at speculation ``state``; the runner-ups
@@ -434,10 +433,10 @@ class _Held:
         return float(max(self.bound.max(), -np.inf if k is None else self.h[k] - self.c[k]))
 
 
-def _grown(K, rows, cols):
-    """``K`` in a larger Fortran-order array (its columns contiguous), the values kept."""
+def _grown(K, rows, cols, filled):
+    """``K`` in a larger Fortran-order array (its columns contiguous), its first ``filled`` rows kept."""
     grown = np.empty((rows, cols), order="F")
-    grown[:K.shape[0], :K.shape[1]] = K
+    grown[:filled, :K.shape[1]] = K[:filled]
     return grown
 
 

@@ -83,20 +83,20 @@ def _ranks_before(va, a, vb, key_b, id_b, keys, ids):
 @numba.njit(**NJIT)
 def _check_states(h, c, y, open_, keys, ids, K, cols, scale, applied, first, last, claim_value, claim_key, claim_id,
                   best, best_v, best_c, runner_up, runner_up_v):
-    """Carry the responses ``c``, at state ``applied`` on entry (state t: the first t of the steps ``cols``,
-    ``scale`` applied, ``_add_steps``' arithmetic, K transposed: a row per column), through states ``first``
-    to ``last``, and at each rank the open entries of each class slot by (v = h - c desc, key asc, id asc):
-    the best two, ``best[t, slot]`` and ``runner_up[t, slot]`` (positions, -1 for none), their violations
-    and the best one's response.  Returns the first of those states whose claim (``claim_*[t]``) the best
-    open entry beats, ``claim_value.size`` if none does."""
+    """Carry the responses ``c`` of the ``open_`` entries, at state ``applied`` on entry (state t: the first t
+    of the steps ``cols``, ``scale`` applied, ``_add_steps``' arithmetic, K transposed: a row per column),
+    through states ``first`` to ``last``, and at each rank the open entries of each class slot by (v = h - c
+    desc, key asc, id asc): the best two, ``best[t, slot]`` and ``runner_up[t, slot]`` (positions, -1 for
+    none), their violations and the best one's response.  Returns the first of those states whose claim
+    (``claim_*[t]``) the best open entry beats, ``claim_value.size`` if none does."""
     for t in range(first, last + 1):
-        if t > applied:
-            col, s = cols[t - 1], scale[t - 1]
-            for i in range(c.shape[0]):
-                c[i] += (s * y[i]) * K[col, i]
+        step = t > applied
+        col, s = (cols[t - 1], scale[t - 1]) if step else (0, 0.0)
         for i in range(c.shape[0]):
-            if not open_[i]:
+            if not open_[i]:  # only the open entries' responses are carried
                 continue
+            if step:
+                c[i] += (s * y[i]) * K[col, i]
             slot = 1 if y[i] > 0 else 0
             v = h[i] - c[i]
             if v < runner_up_v[t, slot]:
