@@ -225,3 +225,14 @@ def test_kernels_that_can_be_negative_take_the_one_step_path_too(problem, kernel
                                       max_steps=300)
     assert model.metadata["steps"] == steps and model.metadata["stopped"] == reason
     assert model.metadata["kmax"] >= np.abs(naive_kernel(X, X, kernel)).max()
+
+
+def test_a_partition_keeping_few_kernel_columns_takes_the_same_steps(problem, monkeypatch):
+    X, y, reference = problem
+    monkeypatch.setattr("core.partition.slant.COLUMN_BYTES", 8 * (len(y) // 2) * 2)  # 2 columns of a partition
+    model = fit_slant(LocalEngine(X, y, n_partitions=2), reference, eta=0.25, epsilon=0.2, max_support=40,
+                      candidates_per_class=2)
+    steps, reason = naive_slant_steps(X, y, example_keys(X, y, np.ones(len(y))), reference, 0.25, 0.2,
+                                      max_support=40)
+    assert model.metadata["steps"] == steps and model.metadata["stopped"] == reason
+    assert len(set(steps)) < len(steps)  # support vectors stepped on again: their columns were given up or kept
