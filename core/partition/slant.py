@@ -149,7 +149,7 @@ class _Columns:
 
     def __init__(self, n):
         self.limit = max(1, COLUMN_BYTES // (8 * max(n, 1)))
-        self.K = np.empty((min(self.limit, 2 * CHUNK), n))
+        self.K = np.empty((self.limit, n))  # its pages are touched as columns come
         self.slot = {}  # example id -> row of K
         self.held_by = np.full(self.K.shape[0], -1, np.int64)  # row -> example id (-1: free)
         self.used = np.zeros(self.K.shape[0], np.int64)  # row -> round of its last use
@@ -179,13 +179,13 @@ class _Columns:
         return at
 
     def _free_row(self):
-        """A row for a new column: a free one, else the least recently used once the limit is reached, else
-        (every row used this round, or the limit not reached) one of twice as many rows."""
+        """A row for a new column: a free one, else the least recently used, else (every row used this round)
+        one of twice as many rows."""
         row = int(np.argmin(self.used))
-        if self.held_by[row] < 0 or (self.used[row] < self.round and self.K.shape[0] >= self.limit):
+        if self.used[row] < self.round:  # free rows were never used
             return row
         size = self.K.shape[0]
-        grown = 2 * size if self.used[row] == self.round else min(self.limit, 2 * size)
+        grown = 2 * size
         self.K = np.concatenate([self.K, np.empty((grown - size, self.K.shape[1]))])
         self.held_by = np.concatenate([self.held_by, np.full(grown - size, -1, np.int64)])
         self.used = np.concatenate([self.used, np.zeros(grown - size, np.int64)])
