@@ -26,7 +26,7 @@ them).  The partition, without applying the steps, ranks its open eligible examp
 state t = 0..T along the T steps (state t: the first t applied) up to the first state whose claim its best
 open example beats, and answers with that state and, per state and class, the best two, the best one with
 its row and response.  The next request says how many of those steps stood (``commit``): they are applied,
-and the best open example per class at that state becomes held.
+and the best open examples per class at every state up to that one become held.
 
 Validation rows (``data.validation``, never stepped on) keep the sparse model's
 decision values f~(x) = <w~, phi(x)> + b; a speculation answers with their error
@@ -38,6 +38,7 @@ import numba
 import numpy as np
 
 from core.config import NJIT
+from core.kernel_columns import KernelColumns
 from core.kernels import KernelSpec, kernel_block
 from core.partition.common import kernel_times, locate, top_k
 from core.partition.validation import validation_sums_per_step
@@ -45,28 +46,31 @@ from core.rows import n_rows, take_rows
 
 NEG, POS = 0, 1  # class slots of the per-class answers (y = -1, y = +1)
 CHUNK = 4  # steps whose kernel columns a speculation computes at a time: none past the first refuted claim
-COLUMN_BYTES = 32 << 20  # the kernel columns a partition keeps (``_Columns``), at least those of one speculation
+COLUMN_BYTES = 32 << 20  # the kernel columns a partition keeps (``KernelColumns``), at least a speculation's
 
 
-def add_steps(responses, y, K, cols, step_y, eta):
+def add_steps(responses, y, K, cols, step_y, eta, first=None):
     """Apply subgradient steps in order: c~ += eta y_k y K(., x_k) (section 4.5).
 
     ``K[:, cols[t]]`` holds the kernel values with the t-th step's example,
-    ``step_y[t]`` its label.  The driver and the partitions both step with
-    this arithmetic (``_add_steps``, which ``_check_states`` follows step by step), so that they agree to
-    the bit.
+    ``step_y[t]`` its label; ``first[i]``, when given, is the first step entry i
+    takes (the driver brings examples it starts to hold to the current state).
+    The driver and the partitions both step with this arithmetic (``_add_steps``,
+    which ``_check_states`` follows step by step), so that they agree to the bit.
     """
     scale = eta * np.asarray(step_y, np.float64)
-    _add_steps(responses, np.asarray(y, np.float64), K, np.asarray(cols, np.int64), scale)
+    first = np.zeros(responses.shape[0], np.int64) if first is None else np.asarray(first, np.int64)
+    _add_steps(responses, np.asarray(y, np.float64), K, np.asarray(cols, np.int64), scale, first)
     return responses
 
 
 @numba.njit(**NJIT)
-def _add_steps(responses, y, K, cols, scale):
+def _add_steps(responses, y, K, cols, scale, first):
     for t in range(cols.shape[0]):
         col, s = cols[t], scale[t]
         for i in range(responses.shape[0]):
-            responses[i] += (s * y[i]) * K[i, col]
+            if t >= first[i]:
+                responses[i] += (s * y[i]) * K[i, col]
 
 
 @numba.njit(**NJIT)
@@ -140,58 +144,6 @@ def kernel_bound(data, spec):
     return (spec.gamma * largest + abs(spec.coef0)) ** spec.degree
 
 
-class _Columns:
-    """Kernel columns K(x_i, x_k) of the partition's rows with examples the driver stepped on or speculated
-    with, a row of ``K`` each (the block transposed), kept by example id: a speculation that steps on an
-    example again (a support vector, or a step refuted the round before) reuses its column.  Up to
-    ``COLUMN_BYTES`` of them; beyond, the one least recently used gives way, never one of the current round
-    (``begin_round``), which gets a new row instead."""
-
-    def __init__(self, n):
-        self.limit = max(1, COLUMN_BYTES // (8 * max(n, 1)))
-        self.K = np.empty((self.limit, n))  # its pages are touched as columns come
-        self.slot = {}  # example id -> row of K
-        self.held_by = np.full(self.K.shape[0], -1, np.int64)  # row -> example id (-1: free)
-        self.used = np.zeros(self.K.shape[0], np.int64)  # row -> round of its last use
-        self.round = 0
-
-    def begin_round(self):
-        self.round += 1
-
-    def rows_of(self, ids, rows, spec, data):
-        """The rows of K that hold the columns of the examples ``ids`` (``rows``: theirs), computing those not
-        kept (one kernel block)."""
-        at = np.empty(len(ids), np.int64)
-        missing = []
-        for j, example in enumerate(ids.tolist()):
-            row = self.slot.get(example)
-            if row is None:
-                row = self._free_row()
-                if self.held_by[row] >= 0:
-                    del self.slot[int(self.held_by[row])]
-                self.slot[example], self.held_by[row] = row, example
-                missing.append(j)
-            self.used[row] = self.round
-            at[j] = row
-        if missing:
-            self.K[at[missing]] = kernel_block(data.rows, take_rows(rows, missing), spec, x_sq_norms=data.sq_norms,
-                                               transposed=True)
-        return at
-
-    def _free_row(self):
-        """A row for a new column: a free one, else the least recently used, else (every row used this round)
-        one of twice as many rows."""
-        row = int(np.argmin(self.used))
-        if self.used[row] < self.round:  # free rows were never used
-            return row
-        size = self.K.shape[0]
-        grown = 2 * size
-        self.K = np.concatenate([self.K, np.empty((grown - size, self.K.shape[1]))])
-        self.held_by = np.concatenate([self.held_by, np.full(grown - size, -1, np.int64)])
-        self.used = np.concatenate([self.used, np.zeros(grown - size, np.int64)])
-        return size
-
-
 def _reset(data, request):
     """Rebuild h, eligibility, responses and support from the reference and the driver's model."""
     spec = KernelSpec.from_dict(request["kernel"])
@@ -207,7 +159,7 @@ def _reset(data, request):
     val_f = None if val is None else kernel_times(val, request["sv_rows"], request["sv_coef"], spec) \
         + request["ref_bias"]
     return {"h": h, "eligible": margin > 0.0, "responses": responses, "support": support, "held": support.copy(),
-            "val_f": val_f, "speculated": None, "columns": _Columns(len(data)),
+            "val_f": val_f, "speculated": None, "columns": KernelColumns(data.rows, spec, COLUMN_BYTES),
             "by_id": np.argsort(data.ids, kind="stable")}  # for ``locate``
 
 
@@ -265,7 +217,7 @@ def _full_answer(data, state, n_select):
 
 def _speculation(data, state, request):
     """The best open examples at every state along the request's steps, up to the first claim refuted here,
-    the kernel columns taken ``CHUNK`` steps at a time as the states need them (``_Columns``; what the next
+    the kernel columns taken ``CHUNK`` steps at a time as the states need them (``KernelColumns``; what the next
     round's commit needs is kept in ``state["speculated"]``); the answer of ``slant_round``."""
     spec = KernelSpec.from_dict(request["kernel"])
     order = np.asarray(request["step_order"], np.int64)
@@ -283,8 +235,7 @@ def _speculation(data, state, request):
         last = min(first + CHUNK, order.size)
         needed = np.array(sorted({k for k in order[applied:last].tolist() if at[k] < 0}), np.int64)
         if needed.size:
-            at[needed] = columns.rows_of(request["step_ids"][needed], take_rows(request["step_rows"], needed), spec,
-                                         data)
+            at[needed] = columns.get(request["step_ids"][needed].tolist(), take_rows(request["step_rows"], needed))
         refuted = _check_states(state["h"], c, data.y, open_, data.keys, data.ids, columns.K, at[order], scale,
                                 applied, first, last, *claims, best, best_v, best_c, runner_up, runner_up_v)
         if refuted < claims[0].size or last == order.size:
@@ -313,16 +264,16 @@ def _speculation(data, state, request):
 def _commit(data, state, stood):
     """Apply the first ``stood`` steps of the last speculation (``add_steps``' arithmetic, which its states
     followed) to the responses and the validation values; the stepped examples become support, and the best
-    open example per class at that state becomes held."""
+    open examples per class at the states up to that one become held."""
     speculated, state["speculated"] = state["speculated"], None
     if speculated is None or stood is None:  # the first speculation after a reset
         return
     order, scale = speculated["order"][:stood], speculated["scale"][:stood]
-    _add_steps(state["responses"], data.y, state["columns"].K.T, speculated["at"][:stood], scale)
+    add_steps(state["responses"], data.y, state["columns"].K.T, speculated["at"][:stood], 1.0, scale)
     if state["val_f"] is not None:
         validation_sums_per_step(data, state["val_f"], speculated["K_val"], order, scale)
     local, _ = locate(data, speculated["step_ids"][order], state["by_id"])
     state["support"][local] = True
     state["held"][local] = True
-    newly_held = speculated["best"][stood]
+    newly_held = speculated["best"][:stood + 1].ravel()
     state["held"][newly_held[newly_held >= 0]] = True

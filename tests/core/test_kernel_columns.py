@@ -1,0 +1,44 @@
+"""KernelColumns: kept kernel columns equal the naive kernel, the least recently used give way, a round keeps
+what it uses, and added rows complete a kept column."""
+
+import numpy as np
+import scipy.sparse as sp
+
+from core.kernel_columns import KernelColumns
+from core.kernels import KernelSpec
+from tests.naive import naive_kernel
+
+KERNEL = KernelSpec("rbf", gamma=0.7)
+
+
+def _column(columns, key, rows):
+    return columns.K[columns.get([key], rows)[0], :columns.n]
+
+
+def test_columns_are_the_kernel_and_the_least_recently_used_gives_way():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    columns = KernelColumns(X, KERNEL, limit_bytes=8 * 30 * 2)  # room for 2
+    at = columns.get([10, 11], X[[10, 11]])
+    np.testing.assert_allclose(columns.K[at, :30], naive_kernel(X, X[[10, 11]], KERNEL).T, rtol=1e-13)
+    columns.begin_round()
+    _column(columns, 11, X[[11]])  # 10 is now the least recently used
+    _column(columns, 12, X[[12]])
+    assert set(columns.column_of) == {11, 12}
+    columns.begin_round()
+    at = columns.get([1, 2, 3], X[[1, 2, 3]])  # more than the limit in one round: more rows of K
+    assert len(set(at.tolist())) == 3 and columns.K.shape[0] >= 3
+    np.testing.assert_allclose(columns.K[at, :30], naive_kernel(X, X[[1, 2, 3]], KERNEL).T, rtol=1e-13)
+
+
+def test_rows_added_complete_a_kept_column_when_it_is_next_used():
+    rng = np.random.default_rng(1)
+    X, more = sp.csr_matrix(rng.normal(size=(20, 4)) * (rng.random((20, 4)) < 0.5)), rng.normal(size=(50, 4))
+    columns = KernelColumns(X, KERNEL, limit_bytes=1 << 20)
+    z = X[[3]].toarray()
+    before = _column(columns, 3, z).copy()
+    columns.add_rows(sp.csr_matrix(more))  # beyond the width of K: a wider K, the column kept
+    assert columns.n == 70 and 3 in columns.column_of
+    after = _column(columns, 3, z)
+    np.testing.assert_array_equal(after[:20], before)
+    np.testing.assert_allclose(after, naive_kernel(np.vstack([X.toarray(), more]), z, KERNEL)[:, 0], rtol=1e-13)
