@@ -76,6 +76,7 @@ import numpy as np
 
 from core.kernel_columns import KernelColumns
 from core.model import KernelExpansion
+from core.partition.common import top_k
 from core.partition.slant import NEG, POS, add_steps, slant_round
 from core.progress import Progress
 from core.rows import stack_rows, take_rows
@@ -366,12 +367,8 @@ class _Held:
     def best(self, mask, c):
         """Position of the largest violation h - c where ``mask`` holds, ties to the smaller (key, id) (None if
         empty)."""
-        idx = np.flatnonzero(mask)
-        if idx.size == 0:
-            return None
-        v = self.h[idx] - c[idx]
-        top = idx[v == v.max()]
-        return int(top[np.lexsort((self.ids[top], self.keys[top]))[0]])
+        top = top_k(self.h - c, mask, 1, True, (self.keys, self.ids))
+        return int(top[0]) if top.size else None
 
     def rank(self, k):
         """(content key, id) of held entry ``k``: the order of exact ties."""

@@ -1,5 +1,5 @@
 """KernelColumns: kept kernel columns equal the naive kernel, the least recently used give way, a round keeps
-what it uses, and added rows complete a kept column."""
+what it uses, and added rows complete every kept column."""
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,7 +31,7 @@ def test_columns_are_the_kernel_and_the_least_recently_used_gives_way():
     np.testing.assert_allclose(columns.K[at, :30], naive_kernel(X, X[[1, 2, 3]], KERNEL).T, rtol=1e-13)
 
 
-def test_rows_added_complete_a_kept_column_when_it_is_next_used():
+def test_rows_added_complete_every_kept_column():
     rng = np.random.default_rng(1)
     X, more = sp.csr_matrix(rng.normal(size=(20, 4)) * (rng.random((20, 4)) < 0.5)), rng.normal(size=(50, 4))
     columns = KernelColumns(X, KERNEL, limit_bytes=1 << 20)
