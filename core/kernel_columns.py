@@ -9,7 +9,7 @@ the examples it holds, whose number grows (rows added complete every kept column
 import numpy as np
 
 from core.kernels import kernel_block
-from core.rows import n_rows, squared_norms, stack_rows, take_rows, to_dense
+from core.rows import n_rows, squared_norms, stack_rows, to_dense
 
 
 class KernelColumns:
@@ -68,9 +68,9 @@ class KernelColumns:
         self.K, self.Z, self.z_sq_norms, self.key_at, self.used = K, Z, z_sq_norms, key_at, used
         self.column_of = {int(key): j for j, key in enumerate(key_at[:keep.size])}
 
-    def get(self, keys, rows):
-        """Rows of ``K`` holding the columns of the examples ``keys`` (``rows``: theirs): those not kept are
-        computed, in one kernel block."""
+    def get(self, keys, rows_of):
+        """Rows of ``K`` holding the columns of the examples ``keys``: those not kept are computed, in one
+        kernel block (``rows_of(indices)``: the rows of those of ``keys``)."""
         at = np.empty(len(keys), np.int64)
         fresh = []
         for j, key in enumerate(keys):
@@ -84,7 +84,7 @@ class KernelColumns:
             self.used[column] = self.round
             at[j] = column
         if fresh:
-            Z = take_rows(rows, fresh)
+            Z = rows_of(fresh)
             self.Z[at[fresh]], self.z_sq_norms[at[fresh]] = to_dense(Z), squared_norms(Z)
             self.K[at[fresh], :self.n] = kernel_block(self.rows, Z, self.spec, x_sq_norms=self.sq_norms,
                                                       z_sq_norms=self.z_sq_norms[at[fresh]], transposed=True)

@@ -385,7 +385,7 @@ class _Held:
     def column(self, k, kernel):
         """K(held rows, x_k) as an (n, 1) view (``KernelColumns``: computed once, completed as examples are
         added)."""
-        at = self._columns.get([k], take_rows(self.rows, [k]))[0]
+        at = self._columns.get([k], lambda _: take_rows(self.rows, [k]))[0]
         return self._columns.K[at:at + 1, :self.ids.size].T
 
     def add_open_best(self, answers, state, steps, kernel, eta):
@@ -434,7 +434,7 @@ _FIRST = (0, -1)  # a (key, id) before every example's: a claim (value, _FIRST) 
 _UNBEATABLE = (np.inf, _FIRST)  # the claim of a step no open example can refute (the aggressive variant's steps
 # on support vectors: the rule looks at those alone)
 SPECULATED_STEPS = 32  # most steps the driver sends in one round
-DRIVER_COLUMN_BYTES = 64 << 20  # the kernel columns the driver keeps (``_Held.column``)
+DRIVER_COLUMN_BYTES = 8 << 20  # the kernel columns the driver keeps (``_Held.column``)
 
 
 def _next_length(length, stood, sent):

@@ -59,9 +59,12 @@ def add_steps(responses, y, K, cols, step_y, eta, first=None):
     which ``_check_states`` follows step by step), so that they agree to the bit.
     """
     scale = eta * np.asarray(step_y, np.float64)
-    first = np.zeros(responses.shape[0], np.int64) if first is None else np.asarray(first, np.int64)
+    first = _EVERY_STEP if first is None else np.asarray(first, np.int64)
     _add_steps(responses, np.asarray(y, np.float64), K, np.asarray(cols, np.int64), scale, first)
     return responses
+
+
+_EVERY_STEP = np.zeros(0, np.int64)  # ``_add_steps``' ``first`` when every entry takes every step
 
 
 @numba.njit(**NJIT)
@@ -69,7 +72,7 @@ def _add_steps(responses, y, K, cols, scale, first):
     for t in range(cols.shape[0]):
         col, s = cols[t], scale[t]
         for i in range(responses.shape[0]):
-            if t >= first[i]:
+            if first.size == 0 or t >= first[i]:
                 responses[i] += (s * y[i]) * K[i, col]
 
 
@@ -235,7 +238,8 @@ def _speculation(data, state, request):
         last = min(first + CHUNK, order.size)
         needed = np.array(sorted({k for k in order[applied:last].tolist() if at[k] < 0}), np.int64)
         if needed.size:
-            at[needed] = columns.get(request["step_ids"][needed].tolist(), take_rows(request["step_rows"], needed))
+            at[needed] = columns.get(request["step_ids"][needed].tolist(),
+                                     lambda fresh: take_rows(request["step_rows"], needed[fresh]))
         refuted = _check_states(state["h"], c, data.y, open_, data.keys, data.ids, columns.K, at[order], scale,
                                 applied, first, last, *claims, best, best_v, best_c, runner_up, runner_up_v)
         if refuted < claims[0].size or last == order.size:

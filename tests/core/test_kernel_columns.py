@@ -12,21 +12,21 @@ KERNEL = KernelSpec("rbf", gamma=0.7)
 
 
 def _column(columns, key, rows):
-    return columns.K[columns.get([key], rows)[0], :columns.n]
+    return columns.K[columns.get([key], lambda _: rows)[0], :columns.n]
 
 
 def test_columns_are_the_kernel_and_the_least_recently_used_gives_way():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 3))
     columns = KernelColumns(X, KERNEL, limit_bytes=8 * 30 * 2)  # room for 2
-    at = columns.get([10, 11], X[[10, 11]])
+    at = columns.get([10, 11], lambda fresh: X[[10, 11]][fresh])
     np.testing.assert_allclose(columns.K[at, :30], naive_kernel(X, X[[10, 11]], KERNEL).T, rtol=1e-13)
     columns.begin_round()
     _column(columns, 11, X[[11]])  # 10 is now the least recently used
     _column(columns, 12, X[[12]])
     assert set(columns.column_of) == {11, 12}
     columns.begin_round()
-    at = columns.get([1, 2, 3], X[[1, 2, 3]])  # more than the limit in one round: more rows of K
+    at = columns.get([1, 2, 3], lambda fresh: X[[1, 2, 3]][fresh])  # beyond the limit in one round: more rows
     assert len(set(at.tolist())) == 3 and columns.K.shape[0] >= 3
     np.testing.assert_allclose(columns.K[at, :30], naive_kernel(X, X[[1, 2, 3]], KERNEL).T, rtol=1e-13)
 
