@@ -9,7 +9,7 @@ the examples it holds, whose number grows (rows added complete every kept column
 import numpy as np
 
 from core.kernels import kernel_block
-from core.rows import n_rows, squared_norms, stack_rows, to_dense
+from core.rows import n_rows, squared_norms, stack_rows, take_rows, to_dense
 
 
 class KernelColumns:
@@ -55,6 +55,13 @@ class KernelColumns:
         if kept.size:
             self.K[kept, old:self.n] = kernel_block(rows, self.Z[kept], self.spec, x_sq_norms=self.sq_norms[old:],
                                                     z_sq_norms=self.z_sq_norms[kept], transposed=True)
+
+    def keep_rows(self, keep):
+        """Drop the block's rows where the mask ``keep`` is False, from every kept column too."""
+        at = np.flatnonzero(keep)
+        self.rows, self.sq_norms = take_rows(self.rows, at), self.sq_norms[at]
+        self.K[:, :at.size] = self.K[:, at]
+        self.n = at.size
 
     def _resize(self, keep, columns, width, filled):
         """``K`` of ``columns`` x ``width``, with the columns ``keep`` (their first ``filled`` values) first."""

@@ -117,7 +117,7 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
 
     start = time.perf_counter()
     answers = engine.run(slant_round, rebuild(), rebuild=rebuild)
-    rounds, stood, length = 1, None, 4
+    rounds, stood, length, released = 1, None, 4, np.zeros(0, np.int64)
     kmax = max(a["kmax"] for a in answers)
     limit = _step_limit(max_steps, sq_norm, eta, epsilon, kmax)
     held = _Held(answers, path, kernel)
@@ -128,16 +128,17 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
         steps, claims, stop = _speculate(held, path, kernel, eta, epsilon, aggressive, max_support, limit, length)
         if not steps:  # a stop at the state the last round made exact
             break
-        request = dict(base, reset=False, commit=stood, **_step_request(held, steps, claims))
+        request = dict(base, reset=False, commit=stood, release=released, **_step_request(held, steps, claims))
         answers = engine.run(slant_round, request, rebuild=rebuild)
         rounds += 1
         if "sv_ids" in answers[0]:  # a task was lost: the partitions were rebuilt from the driver's model
-            held, stood = _Held(answers, path, kernel), None
+            held, stood, released = _Held(answers, path, kernel), None, np.zeros(0, np.int64)
             continue
         refuted = min(a["refuted"] for a in answers)
         stood = min(refuted, len(steps))
         length = _next_length(length, stood, len(steps))
         _commit(held, path, steps[:stood], answers, kernel, eta)
+        released = held.release(HELD_OTHERS)
         for key, values in zip(("error", "loss"), summed(answers)):
             validation[key].extend(np.atleast_1d(values)[:stood].tolist())
         log.info("slant round %d: %d of %d steps stood, support %d, %.1fs", rounds, stood, len(steps),
@@ -385,7 +386,7 @@ class _Held:
     def column(self, k, kernel):
         """K(held rows, x_k) as an (n, 1) view (``KernelColumns``: computed once, completed as examples are
         added)."""
-        at = self._columns.get([k], lambda _: take_rows(self.rows, [k]))[0]
+        at = self._columns.get([int(self.ids[k])], lambda _: take_rows(self.rows, [k]))[0]
         return self._columns.K[at:at + 1, :self.ids.size].T
 
     def add_open_best(self, answers, state, steps, kernel, eta):
@@ -423,6 +424,21 @@ class _Held:
             columns = np.hstack([self.column(k, kernel)[old:] for k in steps])
             add_steps(self.c[old:], self.y[old:], columns, np.arange(state), self.y[steps], eta, first=since)
 
+    def release(self, most):
+        """Once more than ``most`` of the examples held are not support vectors, stop holding those of least
+        violation among them, down to half as many; their ids, which the partitions count as open again (the
+        best violation held stays held, so it still beats every open example)."""
+        others = np.flatnonzero(~self.is_sv)
+        if others.size <= most:
+            return np.zeros(0, np.int64)
+        keep = np.ones(self.ids.size, bool)
+        keep[others[np.argsort(self.c[others] - self.h[others], kind="stable")[most // 2:]]] = False
+        released = self.ids[~keep]
+        self.ids, self.keys, self.y, self.h, self.c, self.is_sv = (
+            a[keep] for a in (self.ids, self.keys, self.y, self.h, self.c, self.is_sv))
+        self._columns.keep_rows(keep)
+        return released
+
     def objective(self):
         """max(best held violation, best unheld): f(w~), exact at the state of the steps that stood."""
         k = self.best(np.ones(self.ids.size, bool), self.c)
@@ -434,6 +450,7 @@ _FIRST = (0, -1)  # a (key, id) before every example's: a claim (value, _FIRST) 
 _UNBEATABLE = (np.inf, _FIRST)  # the claim of a step no open example can refute (the aggressive variant's steps
 # on support vectors: the rule looks at those alone)
 SPECULATED_STEPS = 32  # most steps the driver sends in one round
+HELD_OTHERS = 4096  # most examples the driver holds besides the support vectors (``_Held.release``)
 DRIVER_COLUMN_BYTES = 8 << 20  # the kernel columns the driver keeps (``_Held.column``)
 
 

@@ -1,5 +1,5 @@
 """KernelColumns: kept kernel columns equal the naive kernel, the least recently used give way, a round keeps
-what it uses, and added rows complete every kept column."""
+what it uses, and added rows complete every kept column (dropped ones leave them)."""
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,3 +42,6 @@ def test_rows_added_complete_every_kept_column():
     after = _column(columns, 3, z)
     np.testing.assert_array_equal(after[:20], before)
     np.testing.assert_allclose(after, naive_kernel(np.vstack([X.toarray(), more]), z, KERNEL)[:, 0], rtol=1e-13)
+    keep = np.arange(70) % 3 != 0  # rows dropped: from the kept columns too
+    columns.keep_rows(keep)
+    np.testing.assert_array_equal(_column(columns, 3, z), after[keep])

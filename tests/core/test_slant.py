@@ -150,7 +150,9 @@ def test_a_speculation_reports_the_best_open_examples_along_its_steps_and_commit
     ids = np.array([5, 9])
     steps = dict(step_ids=ids, step_rows=X[ids], step_y=y[ids], step_order=np.array([0, 1, 0]))
     unbeatable = dict(claim_value=np.full(3, np.inf), claim_key=np.zeros(3, np.uint64), claim_id=np.zeros(3, np.int64))
-    state, speculated = slant_round(data, state, dict(base, reset=False, commit=None, **steps, **unbeatable))
+    none = np.zeros(0, np.int64)
+    state, speculated = slant_round(data, state, dict(base, reset=False, commit=None, release=none, **steps,
+                                                      **unbeatable))
     assert not state["responses"].any()  # nothing applied before the commit
     assert speculated["refuted"] == 3
     columns = naive_kernel(X, X[[5, 9, 5]], KERNEL)
@@ -171,18 +173,22 @@ def test_a_speculation_reports_the_best_open_examples_along_its_steps_and_commit
     tie = dict(unbeatable, claim_value=np.array([np.inf, speculated["best_h"][1, 1] - speculated["best_c"][1, 1],
                                                  np.inf]), claim_key=np.array([0, data.keys[best], 0], np.uint64),
                claim_id=np.array([0, best + 1, 0]))
-    _, refuted = slant_round(data, dict(state, speculated=None), dict(base, reset=False, commit=None, **steps, **tie))
+    _, refuted = slant_round(data, dict(state, speculated=None), dict(base, reset=False, commit=None, release=none,
+                                                                      **steps, **tie))
     assert refuted["refuted"] == 1 and (refuted["best_ids"][2:] == -1).all()  # later states: not computed
     no_steps = dict(step_ids=np.zeros(0, np.int64), step_rows=np.zeros((0, 4)), step_y=np.zeros(0),
                     step_order=np.zeros(0, np.int64), claim_value=np.zeros(0), claim_key=np.zeros(0, np.uint64),
                     claim_id=np.zeros(0, np.int64))
-    state, after = slant_round(data, state, dict(base, reset=False, commit=2, **no_steps))  # steps 5 and 9 stood
+    state, after = slant_round(data, state, dict(base, reset=False, commit=2, release=none, **no_steps))  # 5, 9 stood
     expected = 0.5 * y * (y[5] * naive_kernel(X, X[[5]], KERNEL)[:, 0] + y[9] * naive_kernel(X, X[[9]], KERNEL)[:, 0])
     np.testing.assert_allclose(state["responses"], expected, atol=1e-12)
     assert np.flatnonzero(state["support"]).tolist() == [5, 9]
     newly = {speculated["best_ids"][t, slot] for t in range(3) for slot in (0, 1)}  # best at a state that stood
     assert set(np.flatnonzero(state["held"] & ~held)) == ({5, 9} | newly) - set(np.flatnonzero(held))
     assert not np.isin(after["best_ids"][0], list(newly)).any()  # held now, so no longer open
+    released = np.array(sorted(newly - {5, 9}), np.int64)  # the driver gives them back: open again
+    state, _ = slant_round(data, state, dict(base, reset=False, commit=0, release=released, **no_steps))
+    assert not state["held"][released].any() and state["held"][[5, 9]].all()
     _, rebuilt = slant_round(data, {}, dict(base, reset=True, sv_ids=ids, sv_rows=X[ids],
                                             sv_coef=0.5 * y[ids]))
     assert rebuilt["sv_ids"].tolist() == [5, 9]
@@ -236,3 +242,13 @@ def test_a_partition_keeping_few_kernel_columns_takes_the_same_steps(problem, mo
                                       max_support=40)
     assert model.metadata["steps"] == steps and model.metadata["stopped"] == reason
     assert len(set(steps)) < len(steps)  # support vectors stepped on again: their columns were given up or kept
+
+
+def test_a_driver_holding_few_examples_gives_the_others_back_and_takes_the_same_steps(problem, monkeypatch):
+    X, y, reference = problem
+    monkeypatch.setattr("core.slant.HELD_OTHERS", 6)
+    model = fit_slant(LocalEngine(X, y, n_partitions=3), reference, eta=0.25, epsilon=0.2, candidates_per_class=2,
+                      max_support=40)
+    steps, reason = naive_slant_steps(X, y, example_keys(X, y, np.ones(len(y))), reference, 0.25, 0.2,
+                                      max_support=40)
+    assert model.metadata["steps"] == steps and model.metadata["stopped"] == reason
