@@ -39,7 +39,7 @@ def test_rows_added_complete_every_kept_column():
     before = _column(columns, 3, z).copy()
     columns.add_rows(sp.csr_matrix(more))  # beyond the width of K: a wider K, the column kept
     assert columns.n == 70 and 3 in columns.column_of
-    after = _column(columns, 3, z)
+    after = _column(columns, 3, z).copy()
     np.testing.assert_array_equal(after[:20], before)
     np.testing.assert_allclose(after, naive_kernel(np.vstack([X.toarray(), more]), z, KERNEL)[:, 0], rtol=1e-13)
     keep = np.arange(70) % 3 != 0  # rows dropped: from the kept columns too
