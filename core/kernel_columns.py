@@ -16,13 +16,15 @@ class KernelColumns:
     """K(X, z) for examples z named by keys, stored transposed: ``K[column, :n]`` holds one, ``Z[column]``
     its example's row (dense).
 
-    ``rows``: the block X, to which ``add_rows`` appends; ``spec``: the kernel.  The columns take at most
+    ``rows``: the block X, to which ``add_rows`` appends (``sq_norms``: its squared row norms, when known);
+    ``spec``: the kernel.  The columns take at most
     ``limit_bytes`` (at least ``min_columns`` of them), except that a column used since ``begin_round``
     is never given up: a round that uses more gets more.
     """
 
-    def __init__(self, rows, spec, limit_bytes, min_columns=1):
-        self.rows, self.sq_norms, self.spec = rows, squared_norms(rows), spec
+    def __init__(self, rows, spec, limit_bytes, min_columns=1, sq_norms=None):
+        self.rows, self.spec = rows, spec
+        self.sq_norms = squared_norms(rows) if sq_norms is None else sq_norms
         self.limit_bytes, self.min_columns = limit_bytes, min_columns
         self.n = n_rows(rows)
         self.K = np.empty((self._most(self.n), self.n))  # its pages are touched as columns come

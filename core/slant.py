@@ -77,7 +77,7 @@ import numpy as np
 from core.kernel_columns import KernelColumns
 from core.model import KernelExpansion
 from core.partition.common import top_k
-from core.partition.slant import NEG, POS, add_steps, slant_round
+from core.partition.slant import COLUMN_BYTES, NEG, POS, add_steps, slant_round
 from core.progress import Progress
 from core.rows import stack_rows, take_rows
 from core.selection import check_selection, summed, validation_record
@@ -117,7 +117,7 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
 
     start = time.perf_counter()
     answers = engine.run(slant_round, rebuild(), rebuild=rebuild)
-    rounds, stood, length, released = 1, None, 4, np.zeros(0, np.int64)
+    rounds, stood, length, released, most = 1, None, 4, np.zeros(0, np.int64), _most_steps(engine)
     kmax = max(a["kmax"] for a in answers)
     limit = _step_limit(max_steps, sq_norm, eta, epsilon, kmax)
     held = _Held(answers, path, kernel)
@@ -136,7 +136,7 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
             continue
         refuted = min(a["refuted"] for a in answers)
         stood = min(refuted, len(steps))
-        length = _next_length(length, stood, len(steps))
+        length = _next_length(length, stood, len(steps), most)
         _commit(held, path, steps[:stood], answers, kernel, eta)
         released = held.release(HELD_OTHERS)
         for key, values in zip(("error", "loss"), summed(answers)):
@@ -454,10 +454,17 @@ HELD_OTHERS = 4096  # most examples the driver holds besides the support vectors
 DRIVER_COLUMN_BYTES = 8 << 20  # the kernel columns the driver keeps (``_Held.column``)
 
 
-def _next_length(length, stood, sent):
+def _next_length(length, stood, sent, most):
     """How many steps to speculate next, after ``stood`` of the ``sent`` last time stood: twice as many after a
-    round whose steps all stood, else twice the steps that stood (at least 4)."""
-    return min(SPECULATED_STEPS, 2 * length) if stood == sent else max(4, 2 * stood)
+    round whose steps all stood, else twice the steps that stood (at least 4), and at most ``most``."""
+    return min(most, 2 * length) if stood == sent else min(most, max(4, 2 * stood))
+
+
+def _most_steps(engine):
+    """``SPECULATED_STEPS``, or fewer for large partitions: as many as their kept kernel columns hold (a
+    speculation whose steps all stand computes a column per step; at least 4)."""
+    rows = -(-engine.n_examples // engine.n_partitions)
+    return int(min(SPECULATED_STEPS, max(4, COLUMN_BYTES // (8 * max(rows, 1)))))
 
 
 def _speculate(held, path, kernel, eta, epsilon, aggressive, max_support, limit, length):

@@ -162,7 +162,8 @@ def _reset(data, request):
     val_f = None if val is None else kernel_times(val, request["sv_rows"], request["sv_coef"], spec) \
         + request["ref_bias"]
     return {"h": h, "eligible": margin > 0.0, "responses": responses, "support": support, "held": support.copy(),
-            "val_f": val_f, "speculated": None, "columns": KernelColumns(data.rows, spec, COLUMN_BYTES),
+            "val_f": val_f, "speculated": None,
+            "columns": KernelColumns(data.rows, spec, COLUMN_BYTES, sq_norms=data.sq_norms),
             "by_id": np.argsort(data.ids, kind="stable")}  # for ``locate``
 
 

@@ -252,3 +252,16 @@ def test_a_driver_holding_few_examples_gives_the_others_back_and_takes_the_same_
     steps, reason = naive_slant_steps(X, y, example_keys(X, y, np.ones(len(y))), reference, 0.25, 0.2,
                                       max_support=40)
     assert model.metadata["steps"] == steps and model.metadata["stopped"] == reason
+
+
+def test_speculations_are_shorter_where_partitions_are_large():
+    from types import SimpleNamespace
+
+    from core.slant import SPECULATED_STEPS, _most_steps
+
+    def most(rows, partitions):
+        return _most_steps(SimpleNamespace(n_examples=rows, n_partitions=partitions))
+
+    assert most(50_000, 2) == SPECULATED_STEPS  # 25,000 rows: 167 columns in 32 MiB
+    assert most(1_000_000, 2) == 8  # 500,000 rows: 4 MB a column
+    assert most(40_000_000, 4) == 4  # at least 4
