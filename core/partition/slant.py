@@ -255,10 +255,10 @@ def _speculation(data, state, request):
     state["speculated"] = {"at": at[order], "K_val": K_val, "order": order, "scale": scale,
                            "step_ids": request["step_ids"], "best": best}
     found = best >= 0
-    at = np.where(found, best, 0)
-    picked, best_row = np.unique(at[found], return_inverse=True)
-    answer = {"refuted": refuted, "best_ids": np.where(found, data.ids[at], -1),
-              "best_keys": np.where(found, data.keys[at], 0), "best_h": state["h"][at], "best_c": best_c,
+    top = np.where(found, best, 0)
+    picked, best_row = np.unique(top[found], return_inverse=True)
+    answer = {"refuted": refuted, "best_ids": np.where(found, data.ids[top], -1),
+              "best_keys": np.where(found, data.keys[top], 0), "best_h": state["h"][top], "best_c": best_c,
               "best_row": np.full(shape, -1, np.int64), "best_rows": take_rows(data.rows, picked),
               "runner_up_value": runner_up_v,
               "runner_up_key": np.where(runner_up >= 0, data.keys[np.maximum(runner_up, 0)], 0),
