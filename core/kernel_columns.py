@@ -17,9 +17,8 @@ class KernelColumns:
     its example's row (dense).
 
     ``rows``: the block X, to which ``add_rows`` appends (``sq_norms``: its squared row norms, when known);
-    ``spec``: the kernel.  The columns take at most
-    ``limit_bytes`` (at least ``min_columns`` of them), except that a column used since ``begin_round``
-    is never given up: a round that uses more gets more.
+    ``spec``: the kernel.  The columns take at most ``limit_bytes`` (at least ``min_columns`` of them),
+    except that a column used since ``begin_round`` is never given up: a round that uses more gets more.
     """
 
     def __init__(self, rows, spec, limit_bytes, min_columns=1, sq_norms=None):
