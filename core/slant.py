@@ -29,8 +29,11 @@ example beats (larger violation, exact ties to the smaller content key of the ex
 commits them, and each partition's best open examples at every state up to there become held (the ones
 its steps pushed up: those that may be stepped on soon), the runner-ups bounding the rest.  So the first
 step of every round stands, the step sequence is that of the one-step-at-a-time algorithm, and the same
-for any row order and partitioning, while a round takes as many steps as the held examples predict.
-On ijcnn1 to 1,000 support vectors: 2,093 steps in 306 rounds; with the bound of the steps the driver
+for any row order and partitioning, while a round takes as many steps as the held examples predict.  (The
+driver steps what it holds with kernel columns of its own, whose values can differ from a partition's in
+the last bit, blocks of other shapes summing in another order: two examples whose violations tie exactly,
+identical examples, can then be taken in the other order, the same model up to their ids.)
+On ijcnn1 to 1,000 support vectors: 2,093 steps in 307 rounds; with the bound of the steps the driver
 could prove alone (the reported bound plus eta Kmax per step on the other class) that replaced it, 2,087.
 Steps on support vectors in the aggressive variant need no check at all.
 
