@@ -518,7 +518,8 @@ class _SlantParams(_BSVMParams, _ValidationParams):
                        "before taking a new one (sparser, more steps)", TypeConverters.toBoolean)
     maxIter = Param(Params._dummy(), "maxIter", "most subgradient steps (integer >= 1)", TypeConverters.toInt)
     candidatesPerClass = Param(Params._dummy(), "candidatesPerClass", "most violating examples each partition "
-                               "reports per class and round (integer >= 1)", TypeConverters.toInt)
+                               "reports per class in the first round, which the driver's speculative steps start "
+                               "from (integer >= 1)", TypeConverters.toInt)
     etaGrid = Param(Params._dummy(), "etaGrid", "step sizes to try (each > 0) in one fit, one slant path each; "
                     "the model is the path of the smallest validation error at the size selectSupportSize keeps "
                     "(needs validation rows), and eta reports its step size; unset: eta alone",
