@@ -26,10 +26,9 @@ def kernel_times(data, rows, coef, kernel, at=None):
     return kernels.kernel_times(take_rows(data.rows, at), rows, spec, coef, x_sq_norms=data.sq_norms[at])
 
 
-def locate(data, ids, order=None):
-    """Positions in the partition of those ``ids`` it holds, and which of ``ids`` they are.  ``order``:
-    ``np.argsort(data.ids, kind="stable")``, for a caller that locates ids again and again."""
-    order = np.argsort(data.ids, kind="stable") if order is None else order
+def locate(data, ids):
+    """Positions in the partition of those ``ids`` it holds, and which of ``ids`` they are."""
+    order = data.id_order
     pos = np.searchsorted(data.ids, ids, sorter=order)
     pos = np.minimum(pos, len(data) - 1)
     local = order[pos] if len(data) else pos

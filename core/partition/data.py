@@ -25,6 +25,7 @@ class PartitionData:
     sq_norms: np.ndarray  # ||x_i||^2, computed once
     validation: Optional["PartitionData"] = None
     _keys: np.ndarray = field(default=None, repr=False)
+    _id_order: np.ndarray = field(default=None, repr=False)
 
     @classmethod
     def build(cls, rows, y, weight, ids, validation=None):
@@ -55,6 +56,14 @@ class PartitionData:
         if self._keys is None:
             self._keys = example_keys(self.rows, self.y, self.weight)
         return self._keys
+
+    @property
+    def id_order(self):
+        """``np.argsort(ids, kind="stable")``, computed on first use: ``core.partition.common.locate`` finds
+        ids by it every round."""
+        if self._id_order is None:
+            self._id_order = np.argsort(self.ids, kind="stable")
+        return self._id_order
 
     def __len__(self):
         return self.y.shape[0]

@@ -163,8 +163,7 @@ def _reset(data, request):
         + request["ref_bias"]
     return {"h": h, "eligible": margin > 0.0, "responses": responses, "support": support, "held": support.copy(),
             "val_f": val_f, "speculated": None,
-            "columns": KernelColumns(data.rows, spec, COLUMN_BYTES, sq_norms=data.sq_norms),
-            "by_id": np.argsort(data.ids, kind="stable")}  # for ``locate``
+            "columns": KernelColumns(data.rows, spec, COLUMN_BYTES, sq_norms=data.sq_norms)}
 
 
 def slant_round(data, state, request):
@@ -196,7 +195,7 @@ def slant_round(data, state, request):
         answer.update(validation_sums_per_step(data, state["val_f"], None, [], []))
         return state, answer
     _commit(data, state, request["commit"])
-    released, _ = locate(data, request["release"], state["by_id"])
+    released, _ = locate(data, request["release"])
     state["held"][released] = False
     return state, _speculation(data, state, request)
 
@@ -279,7 +278,7 @@ def _commit(data, state, stood):
     add_steps(state["responses"], data.y, state["columns"].K.T, speculated["at"][:stood], 1.0, scale)
     if state["val_f"] is not None:
         validation_sums_per_step(data, state["val_f"], speculated["K_val"], order, scale)
-    local, _ = locate(data, speculated["step_ids"][order], state["by_id"])
+    local, _ = locate(data, speculated["step_ids"][order])
     state["support"][local] = True
     state["held"][local] = True
     newly_held = speculated["best"][:stood + 1].ravel()
