@@ -51,14 +51,20 @@ def top_k(values, mask, k, largest, ties):
 
 
 @numba.njit(**NJIT)
+def ranks_before(value_a, key_a, id_a, value_b, key_b, id_b):
+    """Whether example a ranks before example b: a larger value, then a smaller content key, then a smaller
+    id (the order of ``top_k``'s ties)."""
+    if value_a != value_b:
+        return value_a > value_b
+    if key_a != key_b:
+        return key_a < key_b
+    return id_a < id_b
+
+
+@numba.njit(**NJIT)
 def _ahead(a, b, values, sign, keys, ids):
-    """Whether entry a ranks before entry b: larger sign * value, then smaller key, then smaller id."""
-    va, vb = sign * values[a], sign * values[b]
-    if va != vb:
-        return va > vb
-    if keys[a] != keys[b]:
-        return keys[a] < keys[b]
-    return ids[a] < ids[b]
+    """Whether entry a ranks before entry b by sign * value (``ranks_before``)."""
+    return ranks_before(sign * values[a], keys[a], ids[a], sign * values[b], keys[b], ids[b])
 
 
 @numba.njit(**NJIT)

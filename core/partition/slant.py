@@ -40,7 +40,7 @@ import numpy as np
 from core.config import NJIT
 from core.kernel_columns import KernelColumns
 from core.kernels import KernelSpec, kernel_block
-from core.partition.common import kernel_times, locate, top_k
+from core.partition.common import kernel_times, locate, ranks_before, top_k
 from core.partition.validation import validation_sums_per_step
 from core.rows import n_rows, take_rows
 
@@ -77,17 +77,6 @@ def _add_steps(responses, y, K, cols, scale, first):
 
 
 @numba.njit(**NJIT)
-def _ranks_before(va, a, vb, key_b, id_b, keys, ids):
-    """Whether entry a (violation va) ranks before an example of violation vb, content key key_b and id id_b:
-    a larger violation, then a smaller key, then a smaller id."""
-    if va != vb:
-        return va > vb
-    if keys[a] != key_b:
-        return keys[a] < key_b
-    return ids[a] < id_b
-
-
-@numba.njit(**NJIT)
 def _check_states(h, c, y, open_, keys, ids, K, cols, scale, applied, first, last, claim_value, claim_key, claim_id,
                   best, best_v, best_c, runner_up, runner_up_v):
     """Carry the responses ``c`` of the ``open_`` entries, at state ``applied`` on entry (state t: the first t
@@ -109,17 +98,18 @@ def _check_states(h, c, y, open_, keys, ids, K, cols, scale, applied, first, las
             if v < runner_up_v[t, slot]:
                 continue
             b = best[t, slot]
-            if b < 0 or _ranks_before(v, i, best_v[t, slot], keys[b], ids[b], keys, ids):
+            if b < 0 or ranks_before(v, keys[i], ids[i], best_v[t, slot], keys[b], ids[b]):
                 runner_up[t, slot], runner_up_v[t, slot] = b, best_v[t, slot]
                 best[t, slot], best_v[t, slot], best_c[t, slot] = i, v, c[i]
             else:
                 r = runner_up[t, slot]
-                if r < 0 or _ranks_before(v, i, runner_up_v[t, slot], keys[r], ids[r], keys, ids):
+                if r < 0 or ranks_before(v, keys[i], ids[i], runner_up_v[t, slot], keys[r], ids[r]):
                     runner_up[t, slot], runner_up_v[t, slot] = i, v
         if t < claim_value.shape[0]:
             for slot in range(2):
                 b = best[t, slot]
-                if b >= 0 and _ranks_before(best_v[t, slot], b, claim_value[t], claim_key[t], claim_id[t], keys, ids):
+                if b >= 0 and ranks_before(best_v[t, slot], keys[b], ids[b], claim_value[t], claim_key[t],
+                                           claim_id[t]):
                     return t
     return claim_value.shape[0]
 
