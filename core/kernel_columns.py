@@ -37,6 +37,10 @@ class KernelColumns:
     def _most(self, width):
         return max(self.min_columns, self.limit_bytes // (8 * max(width, 1)))
 
+    def __contains__(self, key):
+        """Whether the column of the example ``key`` is kept."""
+        return key in self.column_of
+
     def begin_round(self):
         """The columns used from now on are kept until the next call."""
         self.round += 1

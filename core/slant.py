@@ -128,7 +128,8 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
     progress = Progress("slant sparsifier", max_support, "support vectors") if max_support \
         else Progress("slant sparsifier", max_steps, "steps")
     while True:
-        steps, claims, stop = _speculate(held, path, kernel, eta, epsilon, aggressive, max_support, limit, length)
+        steps, claims, stop, responses = _speculate(held, path, kernel, eta, epsilon, aggressive, max_support, limit,
+                                                    length)
         if not steps:  # a stop at the state the last round made exact
             break
         request = dict(base, reset=False, commit=stood, release=released, **_step_request(held, steps, claims))
@@ -140,7 +141,7 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
         refuted = min(a["refuted"] for a in answers)
         stood = min(refuted, len(steps))
         length = _next_length(length, stood, len(steps), most)
-        _commit(held, path, steps[:stood], answers, kernel, eta)
+        _commit(held, path, steps[:stood], responses[stood - 1] if stood else held.c, answers, kernel, eta)
         released = held.release(HELD_OTHERS)
         for key, values in zip(("error", "loss"), summed(answers)):
             validation[key].extend(np.atleast_1d(values)[:stood].tolist())
@@ -398,30 +399,27 @@ class _Held:
         best at; the runner-ups at ``state`` become the bound."""
         self.bound, self.bound_rank = np.full(2, -np.inf), [_LAST] * 2
         rows, new, since = [], {"ids": [], "keys": [], "y": [], "h": [], "c": []}, []
+        states = np.arange(state, -1, -1)
         for a in answers:
             for slot in (NEG, POS):
                 self._raise_bound(slot, a["runner_up_value"][state, slot],
                                   (int(a["runner_up_key"][state, slot]), int(a["runner_up_id"][state, slot])))
-                taken = set()
-                for t in range(state, -1, -1):
-                    example = int(a["best_ids"][t, slot])
-                    if example < 0 or example in taken:
-                        continue
-                    taken.add(example)
-                    for key, value in (("ids", a["best_ids"]), ("keys", a["best_keys"]), ("h", a["best_h"]),
-                                       ("c", a["best_c"])):
-                        new[key].append(value[t, slot])
-                    new["y"].append(1.0 if slot == POS else -1.0)
-                    rows.append(take_rows(a["best_rows"], [a["best_row"][t, slot]]))
-                    since.append(t)
-        if not rows:
+                t = states[a["best_ids"][states, slot] >= 0]
+                t = t[np.sort(np.unique(a["best_ids"][t, slot], return_index=True)[1])]  # the last state each was best
+                for key, value in (("ids", a["best_ids"]), ("keys", a["best_keys"]), ("h", a["best_h"]),
+                                   ("c", a["best_c"])):
+                    new[key].append(value[t, slot])
+                new["y"].append(np.full(t.size, 1.0 if slot == POS else -1.0))
+                rows.append(take_rows(a["best_rows"], a["best_row"][t, slot]))
+                since.append(t)
+        since = np.concatenate(since)
+        if not since.size:
             return
         old = self.ids.size
-        self.ids = np.concatenate([self.ids, np.array(new["ids"], np.int64)])
-        self.keys = np.concatenate([self.keys, np.array(new["keys"], np.uint64)])
-        for key in ("y", "h", "c"):
-            setattr(self, key, np.concatenate([getattr(self, key), np.array(new[key], np.float64)]))
-        self.is_sv = np.concatenate([self.is_sv, np.zeros(len(rows), bool)])
+        for key, dtype in (("ids", np.int64), ("keys", np.uint64), ("y", np.float64), ("h", np.float64),
+                           ("c", np.float64)):
+            setattr(self, key, np.concatenate([getattr(self, key)] + [np.asarray(v, dtype) for v in new[key]]))
+        self.is_sv = np.concatenate([self.is_sv, np.zeros(since.size, bool)])
         self._columns.add_rows(stack_rows(rows))
         if state:  # examples best at an earlier state: the steps since
             columns = np.hstack([self.column(k, kernel)[old:] for k in steps])
@@ -473,7 +471,8 @@ def _most_steps(engine):
 def _speculate(held, path, kernel, eta, epsilon, aggressive, max_support, limit, length):
     """The steps the one-step-at-a-time algorithm takes if the examples held were all there were: up to
     ``length`` of them (positions in ``held``), each with its claim (violation, (key, id)) that an
-    open example must beat to refute it, and the stop reason after them (None: go on).
+    open example must beat to refute it, the stop reason after them (None: go on), and the responses of
+    everything held after each step (``_commit`` takes those after the steps that stood).
 
     Nothing is changed: the steps are taken on a copy of the responses.  The first step, or a stop before
     it, is exact: the driver holds each partition's best open example of each class, and the bound is the
@@ -483,13 +482,13 @@ def _speculate(held, path, kernel, eta, epsilon, aggressive, max_support, limit,
     held.begin_round()
     c, is_sv = held.c.copy(), held.is_sv.copy()
     n_support, n_steps = len(path.ids), len(path.steps)
-    steps, claims = [], []
+    steps, claims, responses = [], [], []
     everything = np.ones(held.ids.size, bool)
     while True:
         if n_steps + len(steps) >= limit:
-            return steps, claims, "max_steps"
+            return steps, claims, "max_steps", responses
         if len(steps) == length:
-            return steps, claims, None
+            return steps, claims, None, responses
         k = held.best(is_sv & (held.h - c > epsilon), c) if aggressive else None
         claim = _UNBEATABLE
         if k is None:  # the basic rule, or no support vector violates: the overall most violating index
@@ -498,22 +497,24 @@ def _speculate(held, path, kernel, eta, epsilon, aggressive, max_support, limit,
             if value <= epsilon:
                 if steps:  # refuted by any open example above epsilon
                     claims.append((epsilon, _FIRST))
-                return steps, claims, "objective"
+                return steps, claims, "objective", responses
             if not is_sv[k] and n_support == max_support:
-                return steps, claims, "max_support"
+                return steps, claims, "max_support", responses
             claim = (value, held.rank(k))
         held.step(c, k, eta, kernel)
+        responses.append(c.copy())
         n_support += not is_sv[k]
         is_sv[k] = True
         steps.append(k)
         claims.append(claim)
 
 
-def _commit(held, path, steps, answers, kernel, eta):
-    """Take ``steps`` (those that stood) on ``held`` and the path, and hold the partitions' best open
-    examples at the state after them (``_Held.add_open_best``)."""
+def _commit(held, path, steps, responses, answers, kernel, eta):
+    """Take ``steps`` (those that stood) on ``held`` and the path, ``responses`` those of everything held after
+    them (``_speculate`` stepped them so), and hold the partitions' best open examples at the state after them
+    (``_Held.add_open_best``)."""
+    held.c = responses
     for k in steps:
-        held.step(held.c, k, eta, kernel)
         held.is_sv[k] = True
         path.add(int(held.ids[k]), float(held.y[k]), take_rows(held.rows, [k]))
     held.add_open_best(answers, len(steps), steps, kernel, eta)

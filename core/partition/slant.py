@@ -45,7 +45,10 @@ from core.partition.validation import validation_sums_per_step
 from core.rows import n_rows, take_rows
 
 NEG, POS = 0, 1  # class slots of the per-class answers (y = -1, y = +1)
-CHUNK = 4  # steps whose kernel columns a speculation computes at a time: none past the first refuted claim
+# kernel columns a speculation computes at a time, with the states that need them: few past the first refuted
+# claim, and enough for one pass over the rows to serve several (on 25,000 x 22 rows, 186 us for one column,
+# 81 us each for four, 72 us each for eight)
+CHUNK = 4
 COLUMN_BYTES = 32 << 20  # the kernel columns a partition keeps (``KernelColumns``), at least a speculation's
 
 
@@ -79,24 +82,29 @@ def _add_steps(responses, y, K, cols, scale, first):
 @numba.njit(**NJIT)
 def _check_states(h, c, y, open_, keys, ids, K, cols, scale, applied, first, last, claim_value, claim_key, claim_id,
                   best, best_v, best_c, runner_up, runner_up_v):
-    """Carry the responses ``c`` of the ``open_`` entries, at state ``applied`` on entry (state t: the first t
-    of the steps ``cols``, ``scale`` applied, ``_add_steps``' arithmetic, K transposed: a row per column),
-    through states ``first`` to ``last``, and at each rank the open entries of each class slot by (v = h - c
-    desc, key asc, id asc): the best two, ``best[t, slot]`` and ``runner_up[t, slot]`` (positions, -1 for
-    none), their violations and the best one's response.  Returns the first of those states whose claim
-    (``claim_*[t]``) the best open entry beats, ``claim_value.size`` if none does."""
+    """Carry the responses ``c``, at state ``applied`` on entry (state t: the first t of the steps ``cols``,
+    ``scale`` applied, ``_add_steps``' arithmetic, K transposed: a row per column), through states ``first`` to
+    ``last``, and at each rank the ``open_`` entries of each class slot by (v = h - c desc, key asc, id asc):
+    the best two, ``best[t, slot]`` and ``runner_up[t, slot]`` (positions, -1 for none), their violations and
+    the best one's response.  Returns the first of those states whose claim (``claim_*[t]``) the best open
+    entry beats, ``claim_value.size`` if none does.
+
+    A state steps every response in a loop of its own (no branch: it vectorises), then ranks, passing over
+    whatever is below its class's runner-up so far (nearly every entry) after one comparison.  On ijcnn1's
+    path to 1,000 support vectors (two partitions) the states took 0.18 s against 0.26 s for one loop that
+    stepped and ranked the open entries alone."""
     for t in range(first, last + 1):
-        step = t > applied
-        col, s = (cols[t - 1], scale[t - 1]) if step else (0, 0.0)
-        for i in range(c.shape[0]):
-            if not open_[i]:  # only the open entries' responses are carried
-                continue
-            if step:
+        if t > applied:
+            col, s = cols[t - 1], scale[t - 1]
+            for i in range(c.shape[0]):
                 c[i] += (s * y[i]) * K[col, i]
-            slot = 1 if y[i] > 0 else 0
+        floor_neg, floor_pos = runner_up_v[t, NEG], runner_up_v[t, POS]
+        for i in range(c.shape[0]):
             v = h[i] - c[i]
-            if v < runner_up_v[t, slot]:
+            positive = y[i] > 0
+            if v < (floor_pos if positive else floor_neg) or not open_[i]:
                 continue
+            slot = POS if positive else NEG
             b = best[t, slot]
             if b < 0 or ranks_before(v, keys[i], ids[i], best_v[t, slot], keys[b], ids[b]):
                 runner_up[t, slot], runner_up_v[t, slot] = b, best_v[t, slot]
@@ -105,6 +113,7 @@ def _check_states(h, c, y, open_, keys, ids, K, cols, scale, applied, first, las
                 r = runner_up[t, slot]
                 if r < 0 or ranks_before(v, keys[i], ids[i], runner_up_v[t, slot], keys[r], ids[r]):
                     runner_up[t, slot], runner_up_v[t, slot] = i, v
+            floor_neg, floor_pos = runner_up_v[t, NEG], runner_up_v[t, POS]
         if t < claim_value.shape[0]:
             for slot in range(2):
                 b = best[t, slot]
@@ -212,8 +221,9 @@ def _full_answer(data, state, n_select):
 
 def _speculation(data, state, request):
     """The best open examples at every state along the request's steps, up to the first claim refuted here,
-    the kernel columns taken ``CHUNK`` steps at a time as the states need them (``KernelColumns``; what the next
-    round's commit needs is kept in ``state["speculated"]``); the answer of ``slant_round``."""
+    the kernel columns computed ``CHUNK`` at a time as the states need them (``_next_columns``; ``KernelColumns``
+    keeps them; what the next round's commit needs is kept in ``state["speculated"]``); the answer of
+    ``slant_round``."""
     spec = KernelSpec.from_dict(request["kernel"])
     order = np.asarray(request["step_order"], np.int64)
     scale = request["eta"] * request["step_y"][order]
@@ -227,8 +237,7 @@ def _speculation(data, state, request):
     c, open_ = state["responses"].copy(), state["eligible"] & ~state["held"]
     applied, first = 0, 0
     while True:
-        last = min(first + CHUNK, order.size)
-        needed = np.array(sorted({k for k in order[applied:last].tolist() if at[k] < 0}), np.int64)
+        last, needed = _next_columns(order, at, applied, request["step_ids"], columns)
         if needed.size:
             at[needed] = columns.get(request["step_ids"][needed].tolist(),
                                      lambda fresh: take_rows(request["step_rows"], needed[fresh]))
@@ -255,6 +264,24 @@ def _speculation(data, state, request):
     answer["best_row"][found] = best_row
     answer.update(validation_sums_per_step(data, val_f, K_val, order, scale))
     return answer
+
+
+def _next_columns(order, at, applied, step_ids, columns):
+    """The states to check next, after step ``applied``, up to ``last``: as many steps as take ``CHUNK`` kernel
+    columns that ``columns`` (``KernelColumns``) does not keep, and the steps after them that take none; the
+    stepped examples (sorted) whose columns this round has not fetched yet (``at`` < 0).
+    Returns ``(last, needed)``."""
+    needed, computed, last = set(), 0, applied
+    while last < order.size:
+        k = int(order[last])
+        if at[k] < 0 and k not in needed:
+            fresh = int(step_ids[k]) not in columns
+            if fresh and computed == CHUNK:
+                break
+            needed.add(k)
+            computed += fresh
+        last += 1
+    return last, np.array(sorted(needed), np.int64)
 
 
 def _commit(data, state, stood):
