@@ -8,7 +8,7 @@ the examples it holds, whose number grows (rows added complete every kept column
 
 import numpy as np
 
-from core.kernels import kernel_block
+from core.kernels import kernel_rows_into
 from core.rows import n_rows, squared_norms, stack_rows, take_rows, to_dense
 
 
@@ -58,8 +58,8 @@ class KernelColumns:
             self._resize(keep, max(self._most(width), keep.size), width, old)
         kept = np.flatnonzero(self.key_at >= 0)
         if kept.size:
-            self.K[kept, old:self.n] = kernel_block(rows, self.Z[kept], self.spec, x_sq_norms=self.sq_norms[old:],
-                                                    z_sq_norms=self.z_sq_norms[kept], transposed=True)
+            kernel_rows_into(self.K, kept, old, rows, self.Z[kept], self.spec, x_sq_norms=self.sq_norms[old:],
+                             z_sq_norms=self.z_sq_norms[kept])
 
     def keep_rows(self, keep):
         """Drop the block's rows where the mask ``keep`` is False, from every kept column too."""
@@ -98,8 +98,8 @@ class KernelColumns:
         if fresh:
             Z = rows_of(fresh)
             self.Z[at[fresh]], self.z_sq_norms[at[fresh]] = to_dense(Z), squared_norms(Z)
-            self.K[at[fresh], :self.n] = kernel_block(self.rows, Z, self.spec, x_sq_norms=self.sq_norms,
-                                                      z_sq_norms=self.z_sq_norms[at[fresh]], transposed=True)
+            kernel_rows_into(self.K, at[fresh], 0, self.rows, Z, self.spec, x_sq_norms=self.sq_norms,
+                             z_sq_norms=self.z_sq_norms[at[fresh]])
         return at
 
     def _free_column(self):

@@ -139,8 +139,37 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False,
     X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision)
     n, m = X.shape[0], Z.shape[0]
     K = np.empty((m, n) if transposed else (n, m))
+    _fill(K, np.arange(m) if transposed else _NO_ROWS, 0, X, Z, args, symmetric, transposed, precision)
+    return K
+
+
+def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=None):
+    """K(z_j, X) for each row z_j of Z written into ``K[rows[j], start:start + n_x]``, float64 dot products:
+    ``kernel_block(X, Z, spec, transposed=True)`` without a block of its own, for kernel columns kept in a
+    store of their own (``core.kernel_columns``; a copy there cost ~20 us of a 25,000-row column's ~100).
+
+    ``K``: a C-contiguous float64 array; ``rows``: distinct rows of it, one per row of Z.
+    """
+    X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, "float64")
+    rows = np.asarray(rows, np.int64)
+    if not (isinstance(K, np.ndarray) and K.ndim == 2 and K.dtype == np.float64 and K.flags.c_contiguous):
+        raise ValueError("K must be a C-contiguous 2-d float64 array")
+    if rows.shape != (Z.shape[0],) or (rows.size and not 0 <= rows.min() <= rows.max() < K.shape[0]) \
+            or not 0 <= start <= K.shape[1] - X.shape[0]:
+        raise ValueError(f"rows (shape {rows.shape}) must name a row of K (shape {K.shape}) for each of the "
+                         f"{Z.shape[0]} rows of Z, and start ({start}) leave {X.shape[0]} values in each")
+    _fill(K, rows, int(start), X, Z, args, False, True, "float64")
+
+
+_NO_ROWS = np.zeros(0, np.int64)  # ``_tiles``' output rows of a block that is not transposed
+
+
+def _fill(K, out_rows, out_start, X, Z, args, symmetric, transposed, precision):
+    """Fill ``K`` with the kernel values of the blocks X and dense Z (``_prepared``'s ``args``), tile by tile
+    (``_tiles``), on numba's pool when the block is worth it."""
+    n, m = X.shape[0], Z.shape[0]
     if n == 0 or m == 0:
-        return K
+        return
     depth = _depth(X)
     rows, cols = _tile_shape(m, depth)
     if symmetric:  # square tiles of as many multiply-adds, so that a tile's mirror is a tile
@@ -150,8 +179,7 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False,
     Z_tiles, Z_tiles32 = _column_tiles(Z, cols, X, precision)
     X, csr = _tile_inputs(X)
     (_tiles if pooled else _tiles_serial)(X, csr, Z_tiles, Z_tiles32, *args, rows, cols, symmetric, transposed,
-                                          workers, K)
-    return K
+                                          out_rows, out_start, workers, K)
 
 
 def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="float64"):
@@ -332,14 +360,14 @@ def _norms(X, given, label):
 
 @numba.njit(**NJIT_PARALLEL)
 def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, transposed,
-           workers, K):
+           out_rows, out_start, workers, K):
     """Fill K tile by tile on ``workers`` threads, X dense (``csr`` holding empty arrays) or ``csr`` = (data,
     indices, indptr) of a CSR X (X an empty stand-in of the same width); ``Z_tiles`` and ``Z_tiles32`` from
     ``_column_tiles``.
     A dense tile's dot products come from one GEMM.  ``symmetric`` (Z is X, square tiles): the tiles above
-    the diagonal also fill their mirror.  ``transposed``: K is K(Z, X), shape (m, n), each tile put in
-    transposed."""
-    n, m = K.shape[::-1] if transposed else K.shape
+    the diagonal also fill their mirror.  ``transposed``: K holds K(Z, X), each tile put in transposed, the
+    values of z_j in ``K[out_rows[j], out_start:out_start + n]``."""
+    n, m = x_sq.shape[0], z_sq.shape[0]
     p = X.shape[1]
     data, indices, indptr = csr
     n_col_tiles = (m + cols - 1) // cols
@@ -364,7 +392,7 @@ def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, r
                     dots = _dense_dots(X, lo, hi, Zj, Zj32)
                 finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
                 if transposed:
-                    _put_transposed(dots, K[jlo:jhi, lo:hi])
+                    _put_transposed(dots, K, out_rows[jlo:jhi], out_start + lo)
                 else:
                     K[lo:hi, jlo:jhi] = dots
                 if symmetric and jlo > lo:
@@ -373,10 +401,10 @@ def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, r
 
 
 @numba.njit(**NJIT)
-def _put_transposed(tile, target):
-    """target[j, i] = tile[i, j], a row of ``target`` at a time (contiguous writes)."""
-    for j in range(target.shape[0]):
-        row = target[j]
+def _put_transposed(tile, K, rows, start):
+    """K[rows[j], start + i] = tile[i, j], a row of K at a time (contiguous writes)."""
+    for j in range(rows.shape[0]):
+        row = K[rows[j], start:start + tile.shape[0]]
         for i in range(row.shape[0]):
             row[i] = tile[i, j]
 

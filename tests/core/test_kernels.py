@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from core.kernels import LINEAR, POLY, RBF, KernelSpec, kernel_block, kernel_diag, kernel_times
+from core.kernels import LINEAR, POLY, RBF, KernelSpec, kernel_block, kernel_diag, kernel_rows_into, kernel_times
 from core.rows import squared_norms
 from tests.naive import naive_kernel
 
@@ -84,6 +84,40 @@ def test_a_transposed_block_is_the_blocks_transpose_bit_for_bit(monkeypatch, spe
     assert Kt.shape == shape[1::-1] and Kt.flags.c_contiguous
     assert_array_equal(Kt, K.T)
     assert_array_equal(kernel_block(X, X, spec, transposed=True), kernel_block(X, X, spec).T)
+
+
+@pytest.mark.parametrize("spec", SPECS[:3], ids=lambda s: s.name)
+@pytest.mark.parametrize("x_kind", KINDS)
+@pytest.mark.parametrize("pooled", [False, True])
+def test_kernel_rows_into_writes_the_transposed_blocks_rows_where_asked_and_nothing_else(monkeypatch, spec, x_kind,
+                                                                                       pooled):
+    """K(z_j, X) lands in K[rows[j], start:start + n] with the transposed block's bits; every other value stays."""
+    import core.kernels
+
+    X, Z = _pairs(20_000, 7, 12, x_kind, "dense")  # several row tiles
+    if pooled:
+        monkeypatch.setattr(core.kernels, "_PARALLEL_MIN_OPS", 0)
+    store = np.full((10, 20_010), -5.0)
+    rows = np.array([8, 0, 3, 9, 1, 6, 2])
+    kernel_rows_into(store, rows, 4, X, Z, spec)
+    expected = np.full((10, 20_010), -5.0)
+    expected[rows, 4:20_004] = kernel_block(X, Z, spec, transposed=True)
+    assert_array_equal(store, expected)
+
+
+@pytest.mark.parametrize("problem, message", [
+    (dict(rows=[0, 1]), "rows .* must name a row of K"),
+    (dict(rows=[0, 1, 10]), "rows .* must name a row of K"),
+    (dict(start=11), "start \\(11\\) leave 300 values"),
+    (dict(K=np.zeros((10, 310), np.float32)), "C-contiguous 2-d float64"),
+    (dict(K=np.zeros((310, 10)).T), "C-contiguous 2-d float64"),
+])
+def test_kernel_rows_into_names_a_store_that_cannot_take_the_rows(problem, message):
+    X, Z = _pairs(300, 3, 5, "dense", "dense")
+    args = dict(K=np.zeros((10, 310)), rows=[0, 1, 2], start=0)
+    args.update(problem)
+    with pytest.raises(ValueError, match=message):
+        kernel_rows_into(args["K"], args["rows"], args["start"], X, Z, KernelSpec("rbf", gamma=0.5))
 
 
 @pytest.mark.parametrize("spec", SPECS[:3], ids=lambda s: s.name)
