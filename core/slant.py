@@ -75,11 +75,13 @@ import logging
 import math
 import time
 
+import numba
 import numpy as np
 
+from core.config import NJIT
 from core.kernel_columns import KernelColumns
 from core.model import KernelExpansion
-from core.partition.common import top_k
+from core.partition.common import ranks_before
 from core.partition.slant import COLUMN_BYTES, NEG, POS, add_steps, slant_round
 from core.progress import Progress
 from core.rows import stack_rows, take_rows
@@ -128,8 +130,7 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
     progress = Progress("slant sparsifier", max_support, "support vectors") if max_support \
         else Progress("slant sparsifier", max_steps, "steps")
     while True:
-        steps, claims, stop, responses = _speculate(held, path, kernel, eta, epsilon, aggressive, max_support, limit,
-                                                    length)
+        steps, claims, stop, responses = _speculate(held, path, eta, epsilon, aggressive, max_support, limit, length)
         if not steps:  # a stop at the state the last round made exact
             break
         request = dict(base, reset=False, commit=stood, release=released, **_step_request(held, steps, claims))
@@ -141,7 +142,7 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
         refuted = min(a["refuted"] for a in answers)
         stood = min(refuted, len(steps))
         length = _next_length(length, stood, len(steps), most)
-        _commit(held, path, steps[:stood], responses[stood - 1] if stood else held.c, answers, kernel, eta)
+        _commit(held, path, steps[:stood], responses[stood - 1] if stood else held.c, answers, eta)
         released = held.release(HELD_OTHERS)
         for key, values in zip(("error", "loss"), summed(answers)):
             validation[key].extend(np.atleast_1d(values)[:stood].tolist())
@@ -369,31 +370,37 @@ class _Held:
         if value > self.bound[slot] or (value == self.bound[slot] and rank < self.bound_rank[slot]):
             self.bound[slot], self.bound_rank[slot] = value, rank
 
-    def best(self, mask, c):
-        """Position of the largest violation h - c where ``mask`` holds, ties to the smaller (key, id) (None if
-        empty)."""
-        top = top_k(self.h - c, mask, 1, True, (self.keys, self.ids))
-        return int(top[0]) if top.size else None
+    def ranked(self, c, is_sv):
+        """Positions of the largest violation h - c held, overall and among the entries ``is_sv`` (ties to the
+        smaller (key, id); None where there is none)."""
+        return _positions(_step_and_rank(c, self.y, self.h, self.keys, self.ids, self._columns.K, -1, 0.0, is_sv))
 
     def rank(self, k):
         """(content key, id) of held entry ``k``: the order of exact ties."""
         return int(self.keys[k]), int(self.ids[k])
 
-    def step(self, c, k, eta, kernel):
-        """c += eta y_k y K(., x_k) on everything held (``add_steps``, as the partitions step)."""
-        add_steps(c, self.y, self.column(k, kernel), [0], [self.y[k]], eta)
+    def step(self, c, k, eta, is_sv):
+        """c += eta y_k y K(., x_k) on everything held (``add_steps``' arithmetic, as the partitions step), and
+        ``ranked`` after it, in one pass."""
+        row = self._column_row(k)
+        return _positions(_step_and_rank(c, self.y, self.h, self.keys, self.ids, self._columns.K, row,
+                                         eta * self.y[k], is_sv))
 
     def begin_round(self):
         """Columns used from now on are kept until the next call (``KernelColumns``)."""
         self._columns.begin_round()
 
-    def column(self, k, kernel):
-        """K(held rows, x_k) as an (n, 1) view (``KernelColumns``: computed once, completed as examples are
-        added)."""
-        at = self._columns.get([int(self.ids[k])], lambda _: take_rows(self.rows, [k]))[0]
+    def _column_row(self, k):
+        """The row of the column store holding K(held rows, x_k) (``KernelColumns``: computed once, completed as
+        examples are added)."""
+        return self._columns.get([int(self.ids[k])], lambda _: take_rows(self.rows, [k]))[0]
+
+    def column(self, k):
+        """K(held rows, x_k) as an (n, 1) view."""
+        at = self._column_row(k)
         return self._columns.K[at:at + 1, :self.ids.size].T
 
-    def add_open_best(self, answers, state, steps, kernel, eta):
+    def add_open_best(self, answers, state, steps, eta):
         """Hold each partition's best open examples per class at the speculation's states up to ``state``
         (``steps``: the steps before it), each brought to ``state`` by the steps after the last state it was
         best at; the runner-ups at ``state`` become the bound."""
@@ -422,7 +429,7 @@ class _Held:
         self.is_sv = np.concatenate([self.is_sv, np.zeros(since.size, bool)])
         self._columns.add_rows(stack_rows(rows))
         if state:  # examples best at an earlier state: the steps since
-            columns = np.hstack([self.column(k, kernel)[old:] for k in steps])
+            columns = np.hstack([self.column(k)[old:] for k in steps])
             add_steps(self.c[old:], self.y[old:], columns, np.arange(state), self.y[steps], eta, first=since)
 
     def release(self, most):
@@ -442,8 +449,31 @@ class _Held:
 
     def objective(self):
         """max(best held violation, best unheld): f(w~), exact at the state of the steps that stood."""
-        k = self.best(np.ones(self.ids.size, bool), self.c)
+        k, _ = self.ranked(self.c, self.is_sv)
         return float(max(self.bound.max(), -np.inf if k is None else self.h[k] - self.c[k]))
+
+
+def _positions(ranked):
+    """``_step_and_rank``'s answer with None for -1."""
+    return tuple(None if k < 0 else int(k) for k in ranked)
+
+
+@numba.njit(**NJIT)
+def _step_and_rank(c, y, h, keys, ids, K, row, scale, is_sv):
+    """c[i] += (scale y[i]) K[row, i] (``add_steps``' arithmetic; no step for row -1), then the positions of the
+    largest h - c overall and among ``is_sv``, ties to the smaller (key, id) (``ranks_before``; -1 for none)."""
+    if row >= 0:
+        for i in range(c.shape[0]):
+            c[i] += (scale * y[i]) * K[row, i]
+    best, best_sv = -1, -1
+    best_v, best_sv_v = -np.inf, -np.inf
+    for i in range(c.shape[0]):
+        v = h[i] - c[i]
+        if best < 0 or ranks_before(v, keys[i], ids[i], best_v, keys[best], ids[best]):
+            best, best_v = i, v
+        if is_sv[i] and (best_sv < 0 or ranks_before(v, keys[i], ids[i], best_sv_v, keys[best_sv], ids[best_sv])):
+            best_sv, best_sv_v = i, v
+    return best, best_sv
 
 
 _LAST = (2**64, 0)  # a (key, id) after every example's
@@ -468,7 +498,7 @@ def _most_steps(engine):
     return int(min(SPECULATED_STEPS, max(4, COLUMN_BYTES // (8 * max(rows, 1)))))
 
 
-def _speculate(held, path, kernel, eta, epsilon, aggressive, max_support, limit, length):
+def _speculate(held, path, eta, epsilon, aggressive, max_support, limit, length):
     """The steps the one-step-at-a-time algorithm takes if the examples held were all there were: up to
     ``length`` of them (positions in ``held``), each with its claim (violation, (key, id)) that an
     open example must beat to refute it, the stop reason after them (None: go on), and the responses of
@@ -483,16 +513,16 @@ def _speculate(held, path, kernel, eta, epsilon, aggressive, max_support, limit,
     c, is_sv = held.c.copy(), held.is_sv.copy()
     n_support, n_steps = len(path.ids), len(path.steps)
     steps, claims, responses = [], [], []
-    everything = np.ones(held.ids.size, bool)
+    best, best_sv = held.ranked(c, is_sv)
     while True:
         if n_steps + len(steps) >= limit:
             return steps, claims, "max_steps", responses
         if len(steps) == length:
             return steps, claims, None, responses
-        k = held.best(is_sv & (held.h - c > epsilon), c) if aggressive else None
+        k = best_sv if aggressive and best_sv is not None and held.h[best_sv] - c[best_sv] > epsilon else None
         claim = _UNBEATABLE
         if k is None:  # the basic rule, or no support vector violates: the overall most violating index
-            k = held.best(everything, c)
+            k = best
             value = -np.inf if k is None else held.h[k] - c[k]
             if value <= epsilon:
                 if steps:  # refuted by any open example above epsilon
@@ -501,15 +531,15 @@ def _speculate(held, path, kernel, eta, epsilon, aggressive, max_support, limit,
             if not is_sv[k] and n_support == max_support:
                 return steps, claims, "max_support", responses
             claim = (value, held.rank(k))
-        held.step(c, k, eta, kernel)
-        responses.append(c.copy())
         n_support += not is_sv[k]
         is_sv[k] = True
+        best, best_sv = held.step(c, k, eta, is_sv)
+        responses.append(c.copy())
         steps.append(k)
         claims.append(claim)
 
 
-def _commit(held, path, steps, responses, answers, kernel, eta):
+def _commit(held, path, steps, responses, answers, eta):
     """Take ``steps`` (those that stood) on ``held`` and the path, ``responses`` those of everything held after
     them (``_speculate`` stepped them so), and hold the partitions' best open examples at the state after them
     (``_Held.add_open_best``)."""
@@ -517,7 +547,7 @@ def _commit(held, path, steps, responses, answers, kernel, eta):
     for k in steps:
         held.is_sv[k] = True
         path.add(int(held.ids[k]), float(held.y[k]), take_rows(held.rows, [k]))
-    held.add_open_best(answers, len(steps), steps, kernel, eta)
+    held.add_open_best(answers, len(steps), steps, eta)
 
 
 def _step_request(held, steps, claims):
