@@ -224,7 +224,6 @@ def _speculation(data, state, request):
     the kernel columns computed ``CHUNK`` at a time as the states need them (``_next_columns``; ``KernelColumns``
     keeps them; what the next round's commit needs is kept in ``state["speculated"]``); the answer of
     ``slant_round``."""
-    spec = KernelSpec.from_dict(request["kernel"])
     order = np.asarray(request["step_order"], np.int64)
     scale = request["eta"] * request["step_y"][order]
     claims = request["claim_value"], request["claim_key"], request["claim_id"]
@@ -248,7 +247,8 @@ def _speculation(data, state, request):
         applied, first = last, last + 1
     K_val = None
     if data.validation is not None:
-        K_val = kernel_block(data.validation.rows, request["step_rows"], spec, x_sq_norms=data.validation.sq_norms)
+        K_val = kernel_block(data.validation.rows, request["step_rows"], KernelSpec.from_dict(request["kernel"]),
+                             x_sq_norms=data.validation.sq_norms)
     val_f = None if state["val_f"] is None else state["val_f"].copy()
     state["speculated"] = {"at": at[order], "K_val": K_val, "order": order, "scale": scale,
                            "step_ids": request["step_ids"], "best": best}
