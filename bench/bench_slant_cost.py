@@ -6,12 +6,16 @@ gamma = 16; the settings of ``bench.bench_csvc_vs_libsvm``), in one process: the
 the same engine, the basic variant with the paper's eta = epsilon = 1/2, up to 1,000 support
 vectors (or to its end).  Printed: wall and CPU seconds of both (``time.process_time``, all
 threads), the support sizes, the steps, the path's CPU over the reference's (the goal: <= 0.5),
-and the test error of both models.
+and the test error of both models.  With ``--repeats r`` the pair (reference, path) is fitted r
+times in turn on the same engine: the times are medians, and the ratio is that of the medians, with
+the range of the r pairs' own ratios beside it (one fit of either varies by up to ~25% on this
+machine: the reference's CPU took 2.5 to 3.3 s across runs).
 
-    python -m bench.bench_slant_cost [--data ijcnn1 covtype] [--support 1000]
+    python -m bench.bench_slant_cost [--data ijcnn1 covtype] [--support 1000] [--repeats 1]
 """
 
 import argparse
+import os
 
 import numpy as np
 
@@ -30,7 +34,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", nargs="+", default=["ijcnn1", "covtype"], choices=["ijcnn1", "covtype"])
     parser.add_argument("--support", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     X, y = load_ripley()[:2]
     with LocalEngine(X, y) as engine:  # numba's code loaded before the timed fits
         fit_slant(engine, fit_csvc(engine, C=1.0), max_support=5)
@@ -38,17 +44,23 @@ def main():
     for name in args.data:
         load, C, gamma = DATASETS[name]
         X, y, X_test, y_test = load()
+        times = []  # (reference wall, reference cpu, path wall, path cpu) per pair
         with LocalEngine(X, y, n_partitions=PARTITIONS) as engine:
-            reference, ref_wall, ref_cpu = timed(lambda: fit_csvc(engine, C=C, kernel=KernelSpec("rbf", gamma=gamma),
-                                                                  tol=1e-3))
-            sparse, wall, cpu = timed(lambda: fit_slant(engine, reference, eta=ETA, epsilon=EPSILON,
-                                                        max_support=args.support))
+            for _ in range(args.repeats):
+                reference, ref_wall, ref_cpu = timed(lambda: fit_csvc(engine, C=C, tol=1e-3,
+                                                                      kernel=KernelSpec("rbf", gamma=gamma)))
+                sparse, wall, cpu = timed(lambda: fit_slant(engine, reference, eta=ETA, epsilon=EPSILON,
+                                                            max_support=args.support))
+                times.append((ref_wall, ref_cpu, wall, cpu))
+        ref_wall, ref_cpu, wall, cpu = np.median(times, axis=0)
+        pairs = [path / ref for _, ref, _, path in times]
         errors = [100 * np.mean(model.predict(X_test) != y_test) for model in (reference, sparse)]
-        rows.append([name, reference.n_support, f"{ref_wall:.1f}", f"{ref_cpu:.1f}", f"{errors[0]:.2f}",
-                     sparse.n_support, len(sparse.metadata["steps"]), f"{wall:.1f}", f"{cpu:.1f}",
-                     f"{errors[1]:.2f}", f"{cpu / ref_cpu:.2f}"])
+        rows.append([name, reference.n_support, f"{ref_wall:.2f}", f"{ref_cpu:.2f}", f"{errors[0]:.2f}",
+                     sparse.n_support, len(sparse.metadata["steps"]), f"{wall:.2f}", f"{cpu:.2f}",
+                     f"{errors[1]:.2f}", f"{cpu / ref_cpu:.2f}", f"{min(pairs):.2f}-{max(pairs):.2f}"])
+    print(f"medians of {args.repeats} pairs (reference, path) fitted in turn\n")
     print_table(["data", "C-SVC SVs", "wall s", "cpu s", "test err %", "slant SVs", "steps", "wall s", "cpu s",
-                 "test err %", "slant cpu / C-SVC cpu"], rows)
+                 "test err %", "slant cpu / C-SVC cpu", "pairs' ratios"], rows)
     print(f"\nslant: basic variant, eta = epsilon = {ETA}, up to {args.support} support vectors; "
           "the goal is a ratio <= 0.5")
 
