@@ -148,7 +148,7 @@ class SlantSparsifier(_BSVMEstimator, _SlantParams, _SlantSetters):
 
     @keyword_only
     def __init__(self, *, referenceModelPath=None, featuresCol="features", labelCol="label", eta=0.5, epsilon=0.5,
-                 maxSupport=None, aggressive=False, maxIter=100000, candidatesPerClass=64, predictionCol="prediction",
+                 maxSupport=None, aggressive=False, maxIter=100000, candidatesPerClass=None, predictionCol="prediction",
                  rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, thresholds=None,
                  predictionPrecision="float64", seed=0, calibrationFraction=0.0, numPartitions=None,
                  coordinatorMode="auto", maxStageRestarts=3, validationIndicatorCol=None, validationFraction=0.0,

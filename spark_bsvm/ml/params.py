@@ -519,7 +519,8 @@ class _SlantParams(_BSVMParams, _ValidationParams):
     maxIter = Param(Params._dummy(), "maxIter", "most subgradient steps (integer >= 1)", TypeConverters.toInt)
     candidatesPerClass = Param(Params._dummy(), "candidatesPerClass", "most violating examples each partition "
                                "reports per class in the first round, which the driver's speculative steps start "
-                               "from (integer >= 1)", TypeConverters.toInt)
+                               "from (integer >= 1; unset: 4,096 shared by the partitions' two classes, at least "
+                               "64)", TypeConverters.toInt)
     etaGrid = Param(Params._dummy(), "etaGrid", "step sizes to try (each > 0) in one fit, one slant path each; "
                     "the model is the path of the smallest validation error at the size selectSupportSize keeps "
                     "(needs validation rows), and eta reports its step size; unset: eta alone",
@@ -530,7 +531,7 @@ class _SlantParams(_BSVMParams, _ValidationParams):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(eta=0.5, epsilon=0.5, aggressive=False, candidatesPerClass=64, maxIter=100000)
+        self._setDefault(eta=0.5, epsilon=0.5, aggressive=False, maxIter=100000)
 
     def getReferenceModelPath(self):
         return self.getOrDefault(self.referenceModelPath) if self.isDefined(self.referenceModelPath) else None
@@ -551,7 +552,8 @@ class _SlantParams(_BSVMParams, _ValidationParams):
         return self.getOrDefault(self.maxIter)
 
     def getCandidatesPerClass(self):
-        return self.getOrDefault(self.candidatesPerClass)
+        """The set number, or None (the driver's share: ``core.slant._first_report``)."""
+        return self.getOrDefault(self.candidatesPerClass) if self.isDefined(self.candidatesPerClass) else None
 
     def getEtaGrid(self):
         """The set step sizes, or None."""

@@ -265,3 +265,19 @@ def test_speculations_are_shorter_where_partitions_are_large():
     assert most(50_000, 2) == SPECULATED_STEPS  # 25,000 rows: 167 columns in 32 MiB
     assert most(1_000_000, 2) == 8  # 500,000 rows: 4 MB a column
     assert most(40_000_000, 4) == 4  # at least 4
+
+
+def test_the_first_round_reports_the_drivers_share_of_examples_unless_told():
+    """By default each partition reports, per class, its share of the examples the driver holds besides the
+    support vectors (two classes per partition), at least 64; a given ``candidates_per_class`` wins."""
+    from types import SimpleNamespace
+
+    from core.slant import HELD_OTHERS, _first_report
+
+    def report(partitions, given=None):
+        return _first_report(SimpleNamespace(n_partitions=partitions), given)
+
+    assert report(2) == HELD_OTHERS // 4 == 1024
+    assert report(1) == 2048
+    assert report(64) == 64 and report(200) == 64  # at least 64
+    assert report(2, given=16) == 16
