@@ -489,9 +489,10 @@ DRIVER_COLUMN_BYTES = 8 << 20  # the kernel columns the driver keeps (``_Held.co
 def _first_report(engine, candidates_per_class):
     """Examples per class each partition reports in the first round: ``candidates_per_class``, or by default
     the ``HELD_OTHERS`` examples the driver holds besides the support vectors shared by the partitions' two
-    classes (at least 64).  On ijcnn1 (two partitions: 1,024) the path to 1,000 support vectors took 274
-    rounds and 1.32-1.45 s CPU against 310 rounds and 1.49-1.53 s with 64; on covtype-20k the same CPU
-    (362 rounds against 442); holding more (2,048 per class and 8,192 held) took longer steps: 1.45-1.57 s."""
+    classes (at least 64).  To 1,000 support vectors on two partitions (1,024): ijcnn1 274 rounds against
+    310 with 64, covtype-20k 362 against 442, fewer round trips on Spark; the CPU on ``LocalEngine`` the same
+    within the noise (ijcnn1, alternating processes: 1.37-1.62 s against 1.40-1.52 s).  Holding more
+    (2,048 per class, 8,192 held) made the driver's steps dearer: 1.45-1.57 s against 1.32-1.42 s."""
     if candidates_per_class is not None:
         return int(candidates_per_class)
     return max(64, HELD_OTHERS // (2 * engine.n_partitions))

@@ -10,9 +10,9 @@ from tests.conftest import rings_frame
 
 ESTIMATORS = [CSVC, BudgetSVM, SlantSparsifier, ElasticBudgetSVM, SpSVM, L0SVM]
 CHOICES = {"kernel": "linear", "norm": "l2", "margin": "identity", "initialSet": "all", "basisSelection": "method1",
-           "retrain": "always", "numPartitions": 3, "maxSupport": 40, "candidatesPerClass": 16, "thresholds": [0.4, 0.6],
-           "gamma": 0.5, "checkpoints": 4, "selectSupportSize": "best", "gammaGrid": [0.5, 2.0], "regParamGrid": [0.1],
-           "etaGrid": [0.25, 1.0], "predictionPrecision": "float32"}
+           "retrain": "always", "numPartitions": 3, "maxSupport": 40, "candidatesPerClass": 16,
+           "thresholds": [0.4, 0.6], "gamma": 0.5, "checkpoints": 4, "selectSupportSize": "best",
+           "gammaGrid": [0.5, 2.0], "regParamGrid": [0.1], "etaGrid": [0.25, 1.0], "predictionPrecision": "float32"}
 
 
 def _sample(estimator, param):
