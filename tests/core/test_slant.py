@@ -281,3 +281,22 @@ def test_the_first_round_reports_the_drivers_share_of_examples_unless_told():
     assert report(1) == 2048
     assert report(64) == 64 and report(200) == 64  # at least 64
     assert report(2, given=16) == 16
+
+
+def test_a_speculation_computes_its_kernel_columns_four_uncomputed_ones_at_a_time():
+    """``_next_columns`` takes steps until a fifth column not kept would be needed, and every step after that
+    needs none: the stepped examples not fetched yet this round, kept or not, come with them."""
+    from core.partition.slant import CHUNK, _next_columns
+
+    assert CHUNK == 4
+    step_ids = np.array([100, 101, 102, 103, 104, 105, 106])
+    kept = {101, 103}  # the store's keys (``KernelColumns`` answers ``in``)
+    order = np.array([0, 1, 0, 2, 3, 4, 5, 1, 6])  # positions in step_ids, one per step
+    at = np.full(step_ids.size, -1)
+    last, needed = _next_columns(order, at, 0, step_ids, kept)
+    # 100, 102, 104, 105 computed, 101 and 103 kept; step 7 repeats 101; step 8 (106) would be a fifth
+    assert last == 8 and needed.tolist() == [0, 1, 2, 3, 4, 5]
+    at[needed] = np.arange(needed.size)
+    last, needed = _next_columns(order, at, 8, step_ids, kept)
+    assert last == 9 and needed.tolist() == [6]
+    assert _next_columns(order, at, 9, step_ids, kept)[0] == 9  # no step left
