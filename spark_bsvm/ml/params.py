@@ -519,8 +519,9 @@ class _SlantParams(_BSVMParams, _ValidationParams):
     maxIter = Param(Params._dummy(), "maxIter", "most subgradient steps (integer >= 1)", TypeConverters.toInt)
     candidatesPerClass = Param(Params._dummy(), "candidatesPerClass", "most violating examples each partition "
                                "reports per class in the first round, which the driver's speculative steps start "
-                               "from (integer >= 1; unset: 4,096 shared by the partitions' two classes, at least "
-                               "64)", TypeConverters.toInt)
+                               "from (integer >= 1; unset: each partition's share of the 4,096 examples the "
+                               "driver holds, over its two classes, at least 64: 1,024 on two partitions)",
+                               TypeConverters.toInt)
     etaGrid = Param(Params._dummy(), "etaGrid", "step sizes to try (each > 0) in one fit, one slant path each; "
                     "the model is the path of the smallest validation error at the size selectSupportSize keeps "
                     "(needs validation rows), and eta reports its step size; unset: eta alone",
