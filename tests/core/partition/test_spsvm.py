@@ -5,7 +5,7 @@ import pytest
 
 from core.kernels import KernelSpec
 from core.partition.data import PartitionData
-from core.partition.spsvm import _directional_sums, _in_sorted, basis_kernel, spsvm_score, spsvm_start
+from core.partition.spsvm import _directional_sums, basis_kernel, spsvm_score, spsvm_start
 from tests.naive import naive_kernel
 
 KERNEL = KernelSpec("rbf", gamma=0.5)
@@ -48,12 +48,3 @@ def test_scoring_keeps_one_kernel_row_per_candidate():
     np.testing.assert_allclose(state["cand"], expected, rtol=1e-12)
     np.testing.assert_allclose(basis_kernel(data.rows, candidates, KERNEL, transposed=True), expected, rtol=1e-12)
     assert answer["loss"] == pytest.approx(np.full(3, 0.5 * data.weight.sum()))
-
-
-@pytest.mark.parametrize("n_set", [0, 1, 7, 1000])
-def test_membership_in_the_sorted_taken_keys_is_numpys_isin(n_set):
-    rng = np.random.default_rng(n_set)
-    pool = rng.integers(0, 2**64, 3000, dtype=np.uint64)  # keys of the whole uint64 range
-    taken = np.sort(rng.choice(pool, n_set, replace=False))
-    values = np.concatenate([rng.choice(pool, 500), [np.uint64(0), np.uint64(2**64 - 1)]])
-    np.testing.assert_array_equal(_in_sorted(values, taken), np.isin(values, taken))
