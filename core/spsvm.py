@@ -101,11 +101,11 @@ def retrain_sizes(max_basis):
 def candidate_draw(draw, kappa, seed, taken):
     """The request part that fetches the candidates of draw number ``draw`` (None: fetch none).
 
-    They are the kappa distinct rows outside ``taken`` (``core.sampling.row_keys`` under ``seed``: the
-    basis' rows; any iterable of them, a sorted uint64 array, as ``fit_spsvm`` keeps them, passing as
-    it is) with the smallest keys of that draw (``core.sampling.draw_keys``): drawn without
-    replacement, by content, so the same rows for any row order or partitioning.  Fewer than kappa
-    only when fewer distinct rows are left, none when all are taken.
+    They are the kappa distinct rows outside ``taken`` (the ``core.sampling.row_keys`` under ``seed`` of
+    the basis' rows: any iterable, sent as a sorted uint64 array; ``fit_spsvm`` keeps them as one) with
+    the smallest keys of that draw (``core.sampling.draw_keys``): drawn without replacement, by
+    content, so the same rows for any row order or partitioning.  Fewer than kappa only when fewer
+    distinct rows are left, none when all are taken.
     """
     if draw is None:
         return {"draw": -1, "seed": 0, "kappa": 0, "taken": np.zeros(0, np.uint64)}
