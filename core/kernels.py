@@ -592,25 +592,22 @@ def _exp(x):
     return p * _float((_bits(kd) - _ROUND_BITS + 1023) << 52)  # p 2^k, k in [-1022, 0]
 
 
-@intrinsic
-def _bits(typingctx, x):
-    """The bits of the float64 x as an int64 (njit code; LLVM's bitcast, which costs nothing and vectorises)."""
-    if x != nb_types.float64:
-        return None
+def _bitcast(source, target):
+    """An njit intrinsic that takes a ``source`` value's bits as a ``target`` (numba types of one size): LLVM's
+    bitcast, which costs no instruction and vectorises."""
 
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(nb_types.int64))
+    @intrinsic
+    def bitcast(typingctx, value):
+        if value != source:
+            return None
 
-    return nb_types.int64(nb_types.float64), codegen
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], context.get_value_type(target))
+
+        return target(source), codegen
+
+    return bitcast
 
 
-@intrinsic
-def _float(typingctx, bits):
-    """The float64 whose bits are the int64 ``bits`` (njit code; the inverse of ``_bits``)."""
-    if bits != nb_types.int64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(nb_types.float64))
-
-    return nb_types.float64(nb_types.int64), codegen
+_bits = _bitcast(nb_types.float64, nb_types.int64)  # the bits of a float64, as an int64
+_float = _bitcast(nb_types.int64, nb_types.float64)  # the float64 of those bits
