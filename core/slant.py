@@ -83,7 +83,7 @@ from core.config import NJIT
 from core.kernel_columns import KernelColumns
 from core.model import KernelExpansion
 from core.partition.common import ranks_before
-from core.partition.slant import COLUMN_BYTES, NEG, POS, add_steps, slant_round
+from core.partition.slant import COLUMN_BYTES, NEG, POS, add_steps, slant_round, stepped_response
 from core.progress import Progress
 from core.rows import stack_rows, take_rows
 from core.selection import check_selection, summed, validation_record
@@ -462,11 +462,11 @@ def _positions(ranked):
 
 @numba.njit(**NJIT)
 def _step_and_rank(c, y, h, keys, ids, K, row, scale, is_sv):
-    """c[i] += (scale y[i]) K[row, i] (``add_steps``' arithmetic; no step for row -1), then the positions of the
+    """c[i] += (scale y[i]) K[row, i] (``stepped_response``; no step for row -1), then the positions of the
     largest h - c overall and among ``is_sv``, ties to the smaller (key, id) (``ranks_before``; -1 for none)."""
     if row >= 0:
         for i in range(c.shape[0]):
-            c[i] += (scale * y[i]) * K[row, i]
+            c[i] = stepped_response(c[i], scale, y[i], K[row, i])
     best, best_sv = -1, -1
     best_v, best_sv_v = -np.inf, -np.inf
     for i in range(c.shape[0]):

@@ -58,8 +58,8 @@ def add_steps(responses, y, K, cols, step_y, eta, first=None):
     ``K[:, cols[t]]`` holds the kernel values with the t-th step's example,
     ``step_y[t]`` its label; ``first[i]``, when given, is the first step entry i
     takes (the driver brings examples it starts to hold to the current state).
-    The driver and the partitions both step with this arithmetic (``_add_steps``,
-    which ``_check_states`` follows step by step), so that they agree to the bit.
+    Every step of the driver and of the partitions is ``stepped_response``'s arithmetic
+    (here, in ``_check_states`` and in the driver's ``_step_and_rank``), so that they agree to the bit.
     """
     scale = eta * np.asarray(step_y, np.float64)
     first = _EVERY_STEP if first is None else np.asarray(first, np.int64)
@@ -70,13 +70,21 @@ def add_steps(responses, y, K, cols, step_y, eta, first=None):
 _EVERY_STEP = np.zeros(0, np.int64)  # ``_add_steps``' ``first`` when every entry takes every step
 
 
+@numba.njit(inline="always", **NJIT)
+def stepped_response(c, scale, y, k):
+    """A response c~_i after a step of ``scale`` = eta y_k on an example with kernel value k = K(x_i, x_k):
+    c~_i + eta y_k y_i K(x_i, x_k), in the one order of operations every step takes (inlined into the loops that
+    call it, which then vectorise as before)."""
+    return c + (scale * y) * k
+
+
 @numba.njit(**NJIT)
 def _add_steps(responses, y, K, cols, scale, first):
     for t in range(cols.shape[0]):
         col, s = cols[t], scale[t]
         for i in range(responses.shape[0]):
             if first.size == 0 or t >= first[i]:
-                responses[i] += (s * y[i]) * K[i, col]
+                responses[i] = stepped_response(responses[i], s, y[i], K[i, col])
 
 
 @numba.njit(**NJIT)
@@ -97,7 +105,7 @@ def _check_states(h, c, y, open_, keys, ids, K, cols, scale, applied, first, las
         if t > applied:
             col, s = cols[t - 1], scale[t - 1]
             for i in range(c.shape[0]):
-                c[i] += (s * y[i]) * K[col, i]
+                c[i] = stepped_response(c[i], s, y[i], K[col, i])
         floor_neg, floor_pos = runner_up_v[t, NEG], runner_up_v[t, POS]
         for i in range(c.shape[0]):
             v = h[i] - c[i]
