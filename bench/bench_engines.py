@@ -13,16 +13,22 @@ same representation: CSR where the tasks hold CSR blocks), in one process, alter
     MB/s        that task's block size over that time
     first       seconds of the first round (Spark: tasks' start, their blocks, numba's loading)
     rounds      rounds of the fit (the same on both engines)
-    rounds s    seconds from the engine's start to the model
+    rounds s    seconds from the end of the first round to the model: the other rounds and the solver's work
+                between them
+    end s       seconds from the model to the engine's end (Spark: the tasks stopped, the stage's end)
     fit s       seconds of the whole fit, engine start included, session start excluded
     cpu s       the driver process' CPU seconds of the fit (the Spark tasks run in other processes)
-    per round   (Spark rounds s - local rounds s) / rounds, in ms: what a round costs beyond the partition work
+    per round   (Spark rounds s - local rounds s) / (rounds - 1), in ms: what a round costs beyond the
+                partition work (the first round and the end are the fixed costs of their own columns; the
+                tenth and earlier sessions divided everything after the engine's start by the rounds)
     ratio       Spark fit / local fit
     same        both models equal: the same support vectors and coefficients within 1e-8
 
 Before the cases, a first barrier job that runs no spark-bsvm code pays for what any first Python job
-of a session pays (the JVM's warm-up, the Python workers' start); then a small SpSVM fit runs twice on
-those fresh workers: the first pays for importing ``core`` and loading numba's cached code.
+of a session pays (the JVM's warm-up, the Python workers' start); then a small SpSVM fit runs once on
+``LocalEngine`` (the driver's own code loaded: a fresh driver process is ``bench_cold_start``'s case) and
+twice on Spark, on those fresh workers: the first pays for importing ``core`` and loading numba's cached
+code in the workers, and for the session's first run of the data's checks.
 
 Cases: C-SVC and budget-L1 on ijcnn1 (gamma = 1, C = 10; budget 500, C = 10 / 500), SpSVM-2 (d = 300,
 lambda = 1/32, gamma = 0.5), the slant sparsifier of the C-SVC (to 300 support vectors) and EBSVM
@@ -52,7 +58,7 @@ from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import FOREST_ROWS, make_forest_like
 
 PARTITIONS = 2
-HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "first s", "rounds", "rounds s", "fit s", "cpu s",
+HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "first s", "rounds", "rounds s", "end s", "fit s", "cpu s",
           "per round ms", "ratio", "same"]
 
 
@@ -112,8 +118,11 @@ def _fit(make_engine, fit, extra):
         started = time.perf_counter() - wall
         timed = _Timed(engine)
         model = fit(timed, extra)
-    return {"model": model, "fit": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "start": started,
-            "rounds": timed.rounds, "first": timed.first}
+        trained = time.perf_counter() - wall
+    end = time.perf_counter() - wall
+    return {"model": model, "fit": end, "cpu": time.process_time() - cpu, "start": started,
+            "rounds": timed.rounds, "first": timed.first, "later": trained - started - timed.first,
+            "end": end - trained}
 
 
 def _same(a, b):
@@ -176,11 +185,14 @@ def _block_timings(frame, n_features, dense):
 
 def _executor_cold_start(spark, SparkEngine):
     """Seconds of a first barrier job without spark-bsvm code, then of the first and the second small SpSVM
-    fit, on the session's fresh Python workers."""
+    fit, on the session's fresh Python workers, the driver's own code loaded before them by the same fit on
+    ``LocalEngine`` (a fresh driver process adds what ``bench_cold_start`` measures in-process)."""
     from core.synthetic import make_rings
 
     X, y = make_rings(400, 4, seed=0)
     frame = _spark_frame(spark, X, y)
+    fit = CASES["spsvm-ijcnn1"][1]
+    _fit(lambda: LocalEngine(X, y, n_partitions=PARTITIONS), fit, None)  # the driver's code, loaded
 
     def count(batches):
         import pyarrow as pa
@@ -190,7 +202,6 @@ def _executor_cold_start(spark, SparkEngine):
     start = time.perf_counter()
     frame.mapInArrow(count, "rows long", barrier=True).collect()
     first_job = time.perf_counter() - start
-    fit = CASES["spsvm-ijcnn1"][1]
     return [first_job] + [_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, None)["fit"]
                           for _ in range(2)]
 
@@ -221,8 +232,8 @@ def main():
     print(f"Spark session started in {session:.1f} s")
     cold = _executor_cold_start(spark, SparkEngine)
     print(f"fresh executors: Spark's first Python job (no spark-bsvm code) {cold[0]:.2f} s; then a small SpSVM fit "
-          f"took {cold[1]:.2f} s the first time, {cold[2]:.2f} s the second (+{cold[1] - cold[2]:.2f} s: importing "
-          "core, loading numba's cached code)\n")
+          f"took {cold[1]:.2f} s the first time, {cold[2]:.2f} s the second (+{cold[1] - cold[2]:.2f} s: the workers "
+          "import core and load numba's cached code; the data's first checks)\n")
 
     rows, loaded = [], {}
     for name in names:
@@ -242,7 +253,7 @@ def main():
         for _ in range(args.repeats):
             runs["spark"].append(_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, extra))
             runs["local"].append(_fit(lambda: LocalEngine(X_local, y, n_partitions=PARTITIONS), fit, extra))
-        med = {k: {q: statistics.median(r[q] for r in v) for q in ("fit", "cpu", "first", "start")}
+        med = {k: {q: statistics.median(r[q] for r in v) for q in ("fit", "cpu", "first", "start", "later", "end")}
                for k, v in runs.items()}
         spark_run, local_run = runs["spark"][-1], runs["local"][-1]
         if blocks:
@@ -250,12 +261,11 @@ def main():
             block_s, mb_s = slowest["seconds"], slowest["bytes"] / 1e6 / max(slowest["seconds"], 1e-9)
         else:
             block_s = mb_s = "-"
-        rounds_s = {k: med[k]["fit"] - med[k]["start"] for k in med}
-        per_round = 1e3 * (rounds_s["spark"] - rounds_s["local"]) / max(spark_run["rounds"], 1)
+        per_round = 1e3 * (med["spark"]["later"] - med["local"]["later"]) / max(spark_run["rounds"] - 1, 1)
         for engine in ("spark", "local"):
             rows.append([name, engine, med[engine]["start"], block_s if engine == "spark" else "-",
                          mb_s if engine == "spark" else "-", med[engine]["first"], runs[engine][-1]["rounds"],
-                         rounds_s[engine], med[engine]["fit"], med[engine]["cpu"],
+                         med[engine]["later"], med[engine]["end"], med[engine]["fit"], med[engine]["cpu"],
                          per_round if engine == "spark" else "-",
                          med["spark"]["fit"] / med["local"]["fit"] if engine == "spark" else "-",
                          _same(spark_run["model"], local_run["model"]) if engine == "spark" else "-"])
