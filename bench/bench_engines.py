@@ -121,7 +121,7 @@ def _fit(make_engine, fit, extra):
         trained = time.perf_counter() - wall
     end = time.perf_counter() - wall
     return {"model": model, "fit": end, "cpu": time.process_time() - cpu, "start": started,
-            "rounds": timed.rounds, "first": timed.first, "later": trained - started - timed.first,
+            "rounds": timed.rounds, "first": timed.first or 0.0, "later": trained - started - (timed.first or 0.0),
             "end": end - trained}
 
 
