@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from bench.common import load_covtype_20k, load_libsvm, local_spark, print_table
+from bench.common import load_covtype_20k, load_libsvm, local_spark, print_table, tree_cpu_seconds
 
 # name: (gammas, regParams (SpSVM's lambda), support sizes); the grids around bench_spsvm_cost's and
 # bench_spsvm's choices
@@ -45,29 +45,6 @@ def load(name, quick):
     if quick:
         X, y, Xt, yt = X[:1500], y[:1500], Xt[:1000], yt[:1000]
     return X, np.where(y > 0, 1.0, 0.0), Xt, np.where(yt > 0, 1.0, 0.0)
-
-
-def tree_cpu_seconds():
-    """User + system CPU seconds of this process and every live descendant (from /proc)."""
-    parent, cpu = {}, {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(entry)] = int(fields[1])
-        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
-    mine = {os.getpid()}
-    grew = True
-    while grew:
-        more = {pid for pid, ppid in parent.items() if ppid in mine} - mine
-        mine |= more
-        grew = bool(more)
-    return sum(cpu.get(pid, 0.0) for pid in mine)
 
 
 def measured(fit):

@@ -36,3 +36,26 @@ def local_spark(app_name, slots, driver_memory):
              .config("spark.driver.memory", driver_memory).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def tree_cpu_seconds():
+    """User + system CPU seconds of this process and every live descendant (from /proc)."""
+    parent, cpu = {}, {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    mine = {os.getpid()}
+    grew = True
+    while grew:
+        more = {pid for pid, ppid in parent.items() if ppid in mine} - mine
+        mine |= more
+        grew = bool(more)
+    return sum(cpu.get(pid, 0.0) for pid in mine)
