@@ -19,7 +19,6 @@ cache) on the same cached DataFrame.
 """
 
 import argparse
-import os
 import time
 
 import numpy as np
