@@ -45,7 +45,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.common import print_table, timed
+from bench.common import descendants, print_table, timed
 from core.synthetic import make_rings
 
 SLOTS = 2
@@ -68,22 +68,6 @@ def _fds(pid):
         except OSError:  # closed meanwhile
             pass
     return len(targets), sum(target.startswith("socket:") for target in targets)
-
-
-def _descendants(pid):
-    """How many processes run below ``pid``."""
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(stat.parent.name)] = int(fields[1])
-    below, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - below
-        below |= frontier
-    return len(below)
 
 
 def _thread_names(pid):
@@ -118,7 +102,7 @@ class Probe:
         new_temp = set(os.listdir(tempfile.gettempdir())) - self.temp_at_start
         return {"py threads": _status(os.getpid(), "Threads"), "jvm threads": _status(self.jvm_pid, "Threads"),
                 "py sockets": py_sockets, "jvm sockets": jvm_sockets, "py fds": py_fds, "jvm fds": jvm_fds,
-                "workers": _descendants(self.jvm_pid), "spark files": _files_below(self.local_dir),
+                "workers": len(descendants(self.jvm_pid)), "spark files": _files_below(self.local_dir),
                 "new temp": len(new_temp), "py RSS MB": _status(os.getpid(), "VmRSS") / 1024,
                 "jvm RSS MB": _status(self.jvm_pid, "VmRSS") / 1024, "jvm heap MB": self._jvm_heap_mb(),
                 "py threading": threading.active_count()}

@@ -38,9 +38,9 @@ def local_spark(app_name, slots, driver_memory):
     return spark
 
 
-def tree_cpu_seconds():
-    """User + system CPU seconds of this process and every live descendant (from /proc)."""
-    parent, cpu = {}, {}
+def processes():
+    """{pid: (parent pid, user + system CPU seconds)} of every process alive now (from /proc)."""
+    table = {}
     tick = os.sysconf("SC_CLK_TCK")
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -50,12 +50,22 @@ def tree_cpu_seconds():
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        parent[int(entry)] = int(fields[1])
-        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
-    mine = {os.getpid()}
-    grew = True
-    while grew:
-        more = {pid for pid, ppid in parent.items() if ppid in mine} - mine
-        mine |= more
-        grew = bool(more)
-    return sum(cpu.get(pid, 0.0) for pid in mine)
+        table[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    return table
+
+
+def descendants(pid, table=None):
+    """The pids of every live process below ``pid`` (``table``: a ``processes()`` reading to use)."""
+    table = processes() if table is None else table
+    below, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, (parent, _) in table.items() if parent in frontier} - below
+        below |= frontier
+    return below
+
+
+def tree_cpu_seconds():
+    """User + system CPU seconds of this process and every live descendant (from /proc)."""
+    table = processes()
+    mine = {os.getpid()} | descendants(os.getpid(), table)
+    return sum(table[pid][1] for pid in mine if pid in table)
