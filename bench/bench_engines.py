@@ -120,9 +120,9 @@ def _fit(make_engine, fit, extra):
         model = fit(timed, extra)
         trained = time.perf_counter() - wall
     end = time.perf_counter() - wall
+    first = timed.first or 0.0  # a fit without rounds
     return {"model": model, "fit": end, "cpu": time.process_time() - cpu, "start": started,
-            "rounds": timed.rounds, "first": timed.first or 0.0, "later": trained - started - (timed.first or 0.0),
-            "end": end - trained}
+            "rounds": timed.rounds, "first": first, "later": trained - started - first, "end": end - trained}
 
 
 def _same(a, b):
