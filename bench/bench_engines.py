@@ -163,8 +163,9 @@ def _spark_frame(spark, X, y):
 
 def _block_timings(frame, n_features, dense):
     """Per task of one barrier stage over ``frame``: rows, bytes and seconds from its Arrow batches to the
-    numpy block, by the same conversion as the training tasks (``spark_bsvm.engine.blocks``; ``dense``: the
-    checks' ``DataSummary.dense``, rows at least half nonzero, which the tasks make dense blocks)."""
+    numpy block, by the same projection and conversion as the training tasks (``spark_bsvm.engine.blocks``;
+    ``dense``: the checks' ``DataSummary.dense``, rows at least half nonzero, which the tasks make dense blocks)."""
+    from spark_bsvm.engine.blocks import task_features
 
     def task(batches):
         import pyarrow as pa
@@ -180,7 +181,7 @@ def _block_timings(frame, n_features, dense):
                                           "seconds": [time.perf_counter() - start]})
 
     schema = "rows long, bytes long, sparse boolean, seconds double"
-    return [r.asDict() for r in frame.mapInArrow(task, schema, barrier=True).collect()]
+    return [r.asDict() for r in task_features(frame, dense).mapInArrow(task, schema, barrier=True).collect()]
 
 
 def _executor_cold_start(spark, SparkEngine):

@@ -46,12 +46,16 @@ def test_mixed_dense_and_sparse_vectors_become_the_same_csr_block():
     np.testing.assert_array_equal(dense, X)
 
 
-def test_spark_fit_on_sparse_vectors_equals_the_local_fit_on_csr(spark):
+@pytest.mark.parametrize("nonzero", [0.2, 0.7], ids=["sparse_rows_csr", "mostly_nonzero_rows_dense"])
+def test_spark_fit_on_mixed_vectors_equals_the_local_fit(spark, nonzero):
+    """Rows stored as sparse and dense vectors in turn (as VectorAssembler stores them): the tasks hold a CSR
+    block of rows 20% nonzero, and read rows 70% nonzero as arrays into a dense block
+    (``DataSummary.dense``), as ``LocalEngine`` holds the same rows."""
     from pyspark.ml.linalg import Vectors
 
     rng = np.random.default_rng(4)
-    X = (rng.random((300, 30)) < 0.2).astype(float)
-    y = np.where(X[:, :5].sum(axis=1) + 0.3 * rng.standard_normal(300) > 1.0, 1.0, -1.0)
+    X = rng.standard_normal((300, 30)) * (rng.random((300, 30)) < nonzero)
+    y = np.where(X[:, :5].sum(axis=1) + 0.3 * rng.standard_normal(300) > 0.0, 1.0, -1.0)
     rows = [(Vectors.sparse(30, np.flatnonzero(x).tolist(), x[x != 0].tolist()) if i % 7 else Vectors.dense(x),
              float(label)) for i, (x, label) in enumerate(zip(X, y))]
     df = spark.sparkContext.parallelize(rows, 2).toDF(["features", "label"])
@@ -59,9 +63,32 @@ def test_spark_fit_on_sparse_vectors_equals_the_local_fit_on_csr(spark):
     with SparkEngine(df, num_partitions=2) as engine:
         on_spark = fit_csvc(engine, C=2.0, kernel=kernel, tol=1e-6)
     local = fit_csvc(LocalEngine(sp.csr_matrix(X), y, n_partitions=2), C=2.0, kernel=kernel, tol=1e-6)
-    assert sp.issparse(on_spark.support_vectors)
-    np.testing.assert_array_equal(on_spark.support_vectors.toarray(), local.support_vectors.toarray())
+    assert sp.issparse(on_spark.support_vectors) == (nonzero < 0.5) == sp.issparse(local.support_vectors)
+    np.testing.assert_array_equal(_dense(on_spark.support_vectors), _dense(local.support_vectors))
     np.testing.assert_allclose(on_spark.coef, local.coef, rtol=0, atol=1e-9)
+
+
+def _dense(rows):
+    return rows.toarray() if sp.issparse(rows) else rows
+
+
+def test_tasks_read_dense_rows_as_arrays_and_sparse_rows_as_vectors(spark):
+    """``task_features``: vectors of data the tasks hold dense (``DataSummary.dense``) become array<double>,
+    whatever mix of dense and sparse vectors holds them; sparse data keeps its vectors; arrays become double."""
+    from pyspark.ml.linalg import Vectors, VectorUDT
+    from pyspark.sql.types import ArrayType, DoubleType
+
+    from spark_bsvm.engine.blocks import task_features
+
+    rows = [(Vectors.sparse(3, [0, 2], [1.5, -2.0]), 1.0), (Vectors.dense([0.0, 3.0, 4.0]), 0.0)]
+    vectors = spark.createDataFrame(rows, ["features", "label"])
+    as_read = task_features(vectors, dense=True)
+    assert as_read.schema["features"].dataType == ArrayType(DoubleType())
+    assert [r["features"] for r in as_read.collect()] == [[1.5, 0.0, -2.0], [0.0, 3.0, 4.0]]
+    assert isinstance(task_features(vectors, dense=False).schema["features"].dataType, VectorUDT)
+    floats = spark.createDataFrame([([1.0, 2.0], 1.0)], "features array<float>, label double")
+    for dense in (True, False):
+        assert task_features(floats, dense).schema["features"].dataType == ArrayType(DoubleType())
 
 
 def test_a_list_column_becomes_a_dense_block_and_its_sizes_are_checked():
