@@ -51,10 +51,11 @@ def task_features(prepared, dense):
     type/size/indices/values), whose sparse rows reach the tasks as they are stored.
 
     Dense rows as arrays: the JVM writes a list of doubles per row instead of a vector's struct, and the task
-    reshapes them without building CSR first.  On ijcnn1's 25,000-row tasks the block took 0.055-0.094 s
-    against 0.115-0.174 s (load below 1, three alternating stages over the same cached vectors).  Sparse
-    rows keep their vectors: as arrays they would carry every zero (Forest-shaped rows, 22% nonzero, 3x the
-    bytes for 1.2-1.3x less time per row)."""
+    reshapes them without building CSR first.  On ijcnn1's 25,000-row tasks (cached VectorAssembler vectors,
+    ``local[2]``) the slowest task's block took 0.065-0.118 s against 0.094-0.157 s as vectors (medians of 7
+    alternating stages, in two runs each of 10,000 and 65,536 rows per Arrow batch).  Sparse rows keep their
+    vectors: as arrays they would carry every zero (Forest-shaped rows, 22% nonzero: 3x the bytes for
+    1.2-1.3x less time per row)."""
     from pyspark.ml.functions import vector_to_array
     from pyspark.ml.linalg import VectorUDT
     from pyspark.sql import functions as F
