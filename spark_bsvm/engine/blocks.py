@@ -56,16 +56,11 @@ def task_features(prepared, dense):
     alternating stages, in two runs each of 10,000 and 65,536 rows per Arrow batch).  Sparse rows keep their
     vectors: as arrays they would carry every zero (Forest-shaped rows, 22% nonzero: 3x the bytes for
     1.2-1.3x less time per row)."""
-    from pyspark.ml.functions import vector_to_array
     from pyspark.ml.linalg import VectorUDT
-    from pyspark.sql import functions as F
 
-    features = F.col("features")
-    if isinstance(prepared.schema["features"].dataType, VectorUDT):
-        if not dense:
-            return prepared
-        features = vector_to_array(features)
-    return prepared.withColumn("features", features.cast("array<double>"))
+    if not dense and isinstance(prepared.schema["features"].dataType, VectorUDT):
+        return prepared
+    return prepared.withColumn("features", features_as_array(prepared, "features"))
 
 
 def rows_column(df, features_col, n_features, compute, return_type):
