@@ -9,10 +9,8 @@ same representation: CSR where the tasks hold CSR blocks), in one process, alter
     start s     seconds to start the engine: Spark's checks of the data, the barrier stage, the tasks'
                 blocks and connections; LocalEngine's split into blocks
     blocks s    the slowest task's seconds from its Arrow batches to its numpy block, measured in
-                barrier stages of their own over the same cached DataFrame, with the tasks' projection
-                (``blocks.task_features``): the median of ``BLOCK_STAGES`` (Spark only); for data the tasks
-                hold dense, the line before the data's first case gives it beside the same from the
-                vectors as they are, in alternating stages
+                barrier stages of their own over the same cached DataFrame: the median of
+                ``BLOCK_STAGES`` (Spark only)
     MB/s        that task's block size over that time
     first       seconds of the first round (Spark: tasks' start, their blocks, numba's loading)
     rounds      rounds of the fit (the same on both engines)
@@ -61,7 +59,7 @@ from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import FOREST_ROWS, make_forest_like
 
 PARTITIONS = 2
-BLOCK_STAGES = 3  # barrier stages that time the tasks' blocks per data set (medians)
+BLOCK_STAGES = 3  # barrier stages that time the tasks' blocks per data set (one varied by up to 2x)
 HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "first s", "rounds", "rounds s", "end s", "fit s", "cpu s",
           "per round ms", "ratio", "same"]
 
@@ -165,12 +163,10 @@ def _spark_frame(spark, X, y):
     return frame
 
 
-def _block_timings(frame, n_features, dense, as_vectors=False):
+def _block_timings(frame, n_features, dense):
     """Per task of one barrier stage over ``frame``: rows, bytes and seconds from its Arrow batches to the
-    numpy block, by the same projection and conversion as the training tasks (``spark_bsvm.engine.blocks``;
-    ``dense``: the checks' ``DataSummary.dense``, rows at least half nonzero, which the tasks make dense blocks);
-    with ``as_vectors``, the vector column as it is (the tasks' projection before the thirteenth session)."""
-    from spark_bsvm.engine.blocks import task_features
+    numpy block, by the same conversion as the training tasks (``spark_bsvm.engine.blocks``; ``dense``: the
+    checks' ``DataSummary.dense``, rows at least half nonzero, which the tasks make dense blocks)."""
 
     def task(batches):
         import pyarrow as pa
@@ -186,21 +182,7 @@ def _block_timings(frame, n_features, dense, as_vectors=False):
                                           "seconds": [time.perf_counter() - start]})
 
     schema = "rows long, bytes long, sparse boolean, seconds double"
-    projected = frame if as_vectors else task_features(frame, dense)
-    return [r.asDict() for r in projected.mapInArrow(task, schema, barrier=True).collect()]
-
-
-def _slowest_blocks(frame, n_features, dense):
-    """The slowest task's block (seconds, bytes, sparse) in ``BLOCK_STAGES`` stages as the tasks read the rows,
-    and, for dense data, its seconds in as many stages over the vectors as they are, the two alternating:
-    (median seconds, bytes, sparse, median seconds as vectors or None)."""
-    read, vectors = [], []
-    for _ in range(BLOCK_STAGES):
-        read.append(max(_block_timings(frame, n_features, dense), key=lambda b: b["seconds"]))
-        if dense:
-            vectors.append(max(b["seconds"] for b in _block_timings(frame, n_features, dense, as_vectors=True)))
-    return (statistics.median(b["seconds"] for b in read), read[0]["bytes"], read[0]["sparse"],
-            statistics.median(vectors) if vectors else None)
+    return [r.asDict() for r in frame.mapInArrow(task, schema, barrier=True).collect()]
 
 
 def _executor_cold_start(spark, SparkEngine):
@@ -264,15 +246,12 @@ def main():
             frame = _spark_frame(spark, X, y)
             dense = dense_enough(np.count_nonzero(X), *X.shape)
             _block_timings(frame, X.shape[1], dense)  # the first conversion in these workers loads pyarrow's code
-            loaded[data] = (X, y, frame, _slowest_blocks(frame, X.shape[1], dense))
-            block_s, size, _, as_vectors = loaded[data][3]
-            print(f"blocks of {name.split('-')[1]}: the slowest task's {size / 1e6:.1f} MB in {block_s:.3f} s "
-                  f"({size / 1e6 / block_s:.1f} MB/s) as the tasks read them"
-                  + (f", {as_vectors:.3f} s from the vectors as they are" if as_vectors else "")
-                  + f" (medians of {BLOCK_STAGES} stages{', alternating' if as_vectors else ''})", flush=True)
-        X, y, frame, (block_s, size, sparse, _) = loaded[data]
+            stages = [max(_block_timings(frame, X.shape[1], dense), key=lambda b: b["seconds"])
+                      for _ in range(BLOCK_STAGES)]
+            loaded[data] = (X, y, frame, sorted(stages, key=lambda b: b["seconds"])[BLOCK_STAGES // 2])
+        X, y, frame, slowest = loaded[data]
         # the same rows as the tasks' blocks: CSR when they are (LocalEngine makes it dense where the tasks do)
-        X_local = sp.csr_matrix(X) if sparse else X
+        X_local = sp.csr_matrix(X) if slowest["sparse"] else X
         extra = make_extra(X_local, y) if make_extra else None
         runs = {"spark": [], "local": []}
         for _ in range(args.repeats):
@@ -281,7 +260,7 @@ def main():
         med = {k: {q: statistics.median(r[q] for r in v) for q in ("fit", "cpu", "first", "start", "later", "end")}
                for k, v in runs.items()}
         spark_run, local_run = runs["spark"][-1], runs["local"][-1]
-        mb_s = size / 1e6 / max(block_s, 1e-9)
+        block_s, mb_s = slowest["seconds"], slowest["bytes"] / 1e6 / max(slowest["seconds"], 1e-9)
         per_round = 1e3 * (med["spark"]["later"] - med["local"]["later"]) / max(spark_run["rounds"] - 1, 1)
         for engine in ("spark", "local"):
             rows.append([name, engine, med[engine]["start"], block_s if engine == "spark" else "-",

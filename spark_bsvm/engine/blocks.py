@@ -44,25 +44,6 @@ def features_as_array(df, features_col):
     return features.cast("array<double>")
 
 
-def task_features(prepared, dense):
-    """``prepared`` (a checked frame with a ``features`` column) with that column as the training tasks read it
-    through Arrow: an array<double> column (Arrow list<double>) where the tasks hold dense blocks (``dense``,
-    ``DataSummary.dense``) or the column holds arrays; else the vectors as they are (Arrow struct
-    type/size/indices/values), whose sparse rows reach the tasks as they are stored.
-
-    Dense rows as arrays: the JVM writes a list of doubles per row instead of a vector's struct, and the task
-    reshapes them without building CSR first.  On ijcnn1's 25,000-row tasks (cached VectorAssembler vectors,
-    ``local[2]``) the slowest task's block took 0.065-0.118 s against 0.094-0.157 s as vectors (medians of 7
-    alternating stages, in two runs each of 10,000 and 65,536 rows per Arrow batch).  Sparse rows keep their
-    vectors: as arrays they would carry every zero (Forest-shaped rows, 22% nonzero: 3x the bytes for
-    1.2-1.3x less time per row)."""
-    from pyspark.ml.linalg import VectorUDT
-
-    if not dense and isinstance(prepared.schema["features"].dataType, VectorUDT):
-        return prepared
-    return prepared.withColumn("features", features_as_array(prepared, "features"))
-
-
 def rows_column(df, features_col, n_features, compute, return_type):
     """A column of ``compute(X)`` on the feature rows of each Arrow batch of ``df``: X dense or CSR (as
     ``rows_from_arrow`` gives them) with ``n_features`` columns (rows of another size fail in the task).

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from core.progress import progress_logger
-from spark_bsvm.engine.blocks import check_schema, check_training_data, check_validation_column, task_features
+from spark_bsvm.engine.blocks import check_schema, check_training_data, check_validation_column
 from spark_bsvm.engine.session import barrier_tasks, is_connect, tagged_jobs
 
 OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
@@ -149,6 +149,7 @@ class TrainingData:
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
                  check_data=None, description="spark-bsvm fit", validation_col=None):
+        from pyspark.ml.linalg import VectorUDT
         from pyspark.sql import functions as F
 
         self.description, self.progress = description, progress_logger()
@@ -171,9 +172,12 @@ class TrainingData:
         self.n_partitions = min(self.n_partitions, self.n_examples)  # a task needs a row to train on
         self.n_validation, self.dense = summary.n_validation, summary.dense
         self.n_examples -= self.n_validation
+        if not isinstance(prepared.schema["features"].dataType, VectorUDT):
+            # an array column: the tasks read it as list<double>, dense rows
+            prepared = prepared.withColumn("features", F.col("features").cast("array<double>"))
         if check_data is not None:
             check_data(self.n_features, self.classes)
-        self.frame = task_features(balanced(prepared, partition_rows, self.n_partitions), self.dense)
+        self.frame = balanced(prepared, partition_rows, self.n_partitions)
 
     def task_spec(self, secret, **kwargs):
         return TaskSpec(secret, self.n_features, self.classes, self.has_weight, self.n_partitions, self.n_examples,

@@ -49,8 +49,8 @@ def test_mixed_dense_and_sparse_vectors_become_the_same_csr_block():
 @pytest.mark.parametrize("nonzero", [0.2, 0.7], ids=["sparse_rows_csr", "mostly_nonzero_rows_dense"])
 def test_spark_fit_on_mixed_vectors_equals_the_local_fit(spark, nonzero):
     """Rows stored as sparse and dense vectors in turn (as VectorAssembler stores them): the tasks hold a CSR
-    block of rows 20% nonzero, and read rows 70% nonzero as arrays into a dense block
-    (``DataSummary.dense``), as ``LocalEngine`` holds the same rows."""
+    block of rows 20% nonzero and a dense block of rows 70% nonzero (``DataSummary.dense``), as
+    ``LocalEngine`` holds the same rows."""
     from pyspark.ml.linalg import Vectors
 
     rng = np.random.default_rng(4)
@@ -70,25 +70,6 @@ def test_spark_fit_on_mixed_vectors_equals_the_local_fit(spark, nonzero):
 
 def _dense(rows):
     return rows.toarray() if sp.issparse(rows) else rows
-
-
-def test_tasks_read_dense_rows_as_arrays_and_sparse_rows_as_vectors(spark):
-    """``task_features``: vectors of data the tasks hold dense (``DataSummary.dense``) become array<double>,
-    whatever mix of dense and sparse vectors holds them; sparse data keeps its vectors; arrays become double."""
-    from pyspark.ml.linalg import Vectors, VectorUDT
-    from pyspark.sql.types import ArrayType, DoubleType
-
-    from spark_bsvm.engine.blocks import task_features
-
-    rows = [(Vectors.sparse(3, [0, 2], [1.5, -2.0]), 1.0), (Vectors.dense([0.0, 3.0, 4.0]), 0.0)]
-    vectors = spark.createDataFrame(rows, ["features", "label"])
-    as_read = task_features(vectors, dense=True)
-    assert as_read.schema["features"].dataType == ArrayType(DoubleType())
-    assert [r["features"] for r in as_read.collect()] == [[1.5, 0.0, -2.0], [0.0, 3.0, 4.0]]
-    assert isinstance(task_features(vectors, dense=False).schema["features"].dataType, VectorUDT)
-    floats = spark.createDataFrame([([1.0, 2.0], 1.0)], "features array<float>, label double")
-    for dense in (True, False):
-        assert task_features(floats, dense).schema["features"].dataType == ArrayType(DoubleType())
 
 
 def test_a_list_column_becomes_a_dense_block_and_its_sizes_are_checked():
