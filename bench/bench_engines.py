@@ -166,7 +166,10 @@ def _spark_frame(spark, X, y):
 def _block_timings(frame, n_features, dense):
     """Per task of one barrier stage over ``frame``: rows, bytes and seconds from its Arrow batches to the
     numpy block, by the same conversion as the training tasks (``spark_bsvm.engine.blocks``; ``dense``: the
-    checks' ``DataSummary.dense``, rows at least half nonzero, which the tasks make dense blocks)."""
+    checks' ``DataSummary.dense``, rows at least half nonzero, which the tasks make dense blocks), in Arrow
+    batches as the training stage's (``row_sized_arrow_batches``)."""
+    from spark_bsvm.engine.session import row_sized_arrow_batches
+    from spark_bsvm.engine.stage import row_bytes
 
     def task(batches):
         import pyarrow as pa
@@ -182,7 +185,8 @@ def _block_timings(frame, n_features, dense):
                                           "seconds": [time.perf_counter() - start]})
 
     schema = "rows long, bytes long, sparse boolean, seconds double"
-    return [r.asDict() for r in frame.mapInArrow(task, schema, barrier=True).collect()]
+    with row_sized_arrow_batches(frame.sparkSession, row_bytes(n_features)):  # as the training stage's batches
+        return [r.asDict() for r in frame.mapInArrow(task, schema, barrier=True).collect()]
 
 
 def _executor_cold_start(spark, SparkEngine):

@@ -7,6 +7,12 @@ kind offers (job groups on classic sessions, tags on Connect sessions).
 
 from contextlib import contextmanager
 
+ARROW_BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"
+ARROW_RECORDS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+DEFAULT_BATCH_BYTES = 64 << 20  # Spark's ARROW_BYTES when the session does not set it
+UNSIZED = str(2**31 - 1)  # ARROW_BYTES at which Spark stops sizing each row it adds to an Arrow batch
+FEWEST_BATCH_ROWS = 1024  # smaller batches would cost more per row than Spark's sizing does
+
 
 def is_connect(spark):
     """Whether ``spark`` is a Spark Connect session (its client may run far from the cluster)."""
@@ -98,3 +104,43 @@ def stage_partly_ended(spark, tag):
             if stage_info and stage_info.numCompletedTasks > 0 and stage_info.numActiveTasks > 0:
                 return True
     return False
+
+
+def unsized_arrow_batches(records, byte_limit, row_bytes, records_set):
+    """The Arrow batch settings ({key: value}) under which Spark's batches keep within ``byte_limit`` bytes by
+    their row count alone, for rows of at most ``row_bytes`` bytes, or {} when none would do.
+
+    Spark 4 sizes an Arrow batch after every row it adds (``ARROW_BYTES``, 64 MiB by default), a walk over
+    the column's vectors that took half the JVM's time writing a vector column to a task (Forest-shaped rows,
+    a JFR profile).  When ``records`` rows (``ARROW_RECORDS``, 0 or less: unlimited) of ``row_bytes`` fit in
+    ``byte_limit``, the check cannot end a batch, and ``UNSIZED`` turns it off; otherwise, unless the user set
+    ``records`` (``records_set``), fewer rows a batch (no fewer than ``FEWEST_BATCH_ROWS``) make it so."""
+    if 0 < records and records * row_bytes <= byte_limit:
+        return {ARROW_BYTES: UNSIZED}
+    rows = byte_limit // row_bytes
+    if records_set or rows < FEWEST_BATCH_ROWS:
+        return {}
+    return {ARROW_BYTES: UNSIZED, ARROW_RECORDS: str(rows)}
+
+
+@contextmanager
+def row_sized_arrow_batches(spark, row_bytes):
+    """Let the jobs this thread starts inside the block send Arrow batches sized by their row count alone
+    (``unsized_arrow_batches``), for rows of at most ``row_bytes`` bytes: thread-local properties, which Spark
+    hands the tasks as SQL settings wherever the session does not set the key itself (a user's own
+    ``ARROW_BYTES`` stands, and turns this off).  Spark Connect sessions keep Spark's sizing: their client
+    has no setting scoped to one thread's jobs."""
+    conf = spark.conf
+    if is_connect(spark) or conf.get(ARROW_BYTES, None) is not None:
+        yield
+        return
+    settings = unsized_arrow_batches(int(conf.get(ARROW_RECORDS)), DEFAULT_BATCH_BYTES, row_bytes,
+                                     conf.get(ARROW_RECORDS, None) is not None)
+    context = spark.sparkContext
+    try:
+        for key, value in settings.items():
+            context.setLocalProperty(key, value)
+        yield
+    finally:
+        for key in settings:
+            context.setLocalProperty(key, None)

@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 from core.progress import progress_logger
 from spark_bsvm.engine.blocks import check_schema, check_training_data, check_validation_column
-from spark_bsvm.engine.session import barrier_tasks, is_connect, tagged_jobs
+from spark_bsvm.engine.session import barrier_tasks, is_connect, row_sized_arrow_batches, tagged_jobs
 
 OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
 UNREACHABLE = "Unreachable"  # error_type of a task that could not connect to the coordinator
@@ -36,6 +36,13 @@ def output_batch(served=0, error_type=None, error=None, model=None, warnings=())
 
     return pa.RecordBatch.from_pylist([{"served": served, "error_type": error_type, "error": error, "model": model,
                                         "warnings": list(warnings)}], schema=output_schema())
+
+
+def row_bytes(n_features):
+    """An upper bound of a training row's bytes in the stage's Arrow batches: its ``n_features`` features as
+    (index, value) pairs, the most a vector's Arrow struct holds, with room for the label, the weight, the
+    validation mark and the offsets."""
+    return 12 * n_features + 64
 
 
 MERGING_NODES = re.compile(r"\b(Coalesce \d+|Union|GlobalLimit|LocalLimit|CollectLimit)\b")
@@ -194,7 +201,8 @@ class TrainingData:
         for restart in range(restarts + 1):
             try:
                 with tagged_jobs(self.spark, tag, f"{self.description} ({self.n_examples} rows, "
-                                                  f"{self.n_partitions} tasks)"):
+                                                  f"{self.n_partitions} tasks)"), \
+                        row_sized_arrow_batches(self.spark, row_bytes(self.n_features)):
                     # the shuffle after the barrier stage makes it a map stage: Spark retries failed barrier
                     # map stages as a whole, but aborts the job when a barrier result stage fails
                     return stage.repartition(1).collect()

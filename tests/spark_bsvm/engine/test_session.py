@@ -13,7 +13,8 @@ from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.svc import fit_csvc
 from core.synthetic import make_rings
-from spark_bsvm.engine.session import barrier_tasks, slots_of
+from spark_bsvm.engine.session import (ARROW_BYTES, ARROW_RECORDS, FEWEST_BATCH_ROWS, UNSIZED, barrier_tasks,
+                                      row_sized_arrow_batches, slots_of, unsized_arrow_batches)
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[3]
@@ -33,6 +34,45 @@ def test_barrier_requirements_are_explained(spark):
     dynamic = type("Spark", (), {"conf": {"spark.dynamicAllocation.enabled": "true"}})()
     with pytest.raises(ValueError, match="set spark.dynamicAllocation.enabled=false"):
         barrier_tasks(dynamic, 2)
+
+
+def test_arrow_batches_go_unsized_only_where_their_row_count_keeps_them_within_the_byte_limit():
+    limit = 64 << 20
+    assert unsized_arrow_batches(10000, limit, 712, False) == {ARROW_BYTES: UNSIZED}  # Forest-shaped rows
+    wide = limit // 5000  # 10,000 such rows would pass the limit: 5,000 a batch do not, unless the user set the count
+    assert unsized_arrow_batches(10000, limit, wide, False) == {ARROW_BYTES: UNSIZED, ARROW_RECORDS: "5000"}
+    assert unsized_arrow_batches(10000, limit, wide, True) == {}
+    assert unsized_arrow_batches(10000, limit, limit // (FEWEST_BATCH_ROWS - 1), False) == {}  # Spark sizes them
+    assert unsized_arrow_batches(0, limit, 712, True) == {}  # a user's unlimited row count
+
+
+def _batch_rows(df):
+    """The rows of each Arrow batch a task of ``df`` receives, and the batch settings the tasks see."""
+    def task(batches):
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        yield pa.RecordBatch.from_pydict({"rows": [[b.num_rows for b in batches]],
+                                          "bytes": [context.getLocalProperty(ARROW_BYTES)],
+                                          "records": [context.getLocalProperty(ARROW_RECORDS)]})
+
+    (row,) = df.mapInArrow(task, "rows array<long>, bytes string, records string").collect()
+    return row["rows"], row["bytes"], row["records"]
+
+
+def test_row_sized_batches_reach_the_tasks_of_the_block_only_and_yield_to_the_users_byte_limit(spark):
+    df = spark.range(5000).selectExpr("array(double(id), 1.0) as features").coalesce(1)
+    wide = (64 << 20) // 2000  # rows too wide for Spark's 10,000 a batch: 2,000 a batch keep within 64 MiB
+    with row_sized_arrow_batches(spark, wide):
+        assert _batch_rows(df) == ([2000, 2000, 1000], UNSIZED, "2000")
+    assert _batch_rows(df) == ([5000], None, None)
+    spark.conf.set(ARROW_BYTES, str(1 << 30))
+    try:
+        with row_sized_arrow_batches(spark, wide):
+            assert _batch_rows(df)[0] == [5000]
+    finally:
+        spark.conf.unset(ARROW_BYTES)
 
 
 # a session of its own (task cpus and addresses are fixed when Spark starts): local[2] with 2 cpus a task,
