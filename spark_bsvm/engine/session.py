@@ -137,10 +137,11 @@ def row_sized_arrow_batches(spark, row_bytes):
     settings = unsized_arrow_batches(int(conf.get(ARROW_RECORDS)), DEFAULT_BATCH_BYTES, row_bytes,
                                      conf.get(ARROW_RECORDS, None) is not None)
     context = spark.sparkContext
+    earlier = {key: context.getLocalProperty(key) for key in settings}
     try:
         for key, value in settings.items():
             context.setLocalProperty(key, value)
         yield
     finally:
-        for key in settings:
-            context.setLocalProperty(key, None)
+        for key, value in earlier.items():
+            context.setLocalProperty(key, value)
