@@ -328,6 +328,12 @@ def _rows_from_arrow(column, n_features):
     if np.all(kinds == 1):  # all dense
         flat = values.flatten().to_numpy(zero_copy_only=False)
         return np.ascontiguousarray(flat.reshape(len(column), n_features), dtype=np.float64)
+    if not np.any(kinds == 1):  # all sparse (VectorAssembler's rows, mostly): Arrow's lists hold the CSR arrays
+        data = values.flatten().to_numpy(zero_copy_only=False)
+        if np.count_nonzero(data) == data.size:  # else explicit zeros, dropped below
+            offsets = values.offsets.to_numpy(zero_copy_only=False)
+            return sp.csr_matrix((data, column.field("indices").flatten().to_numpy(zero_copy_only=False),
+                                  offsets - offsets[0]), shape=(len(column), n_features))
     # CSR in one pass over Arrow's flattened lists: a sparse row brings its indices, a dense row
     # the positions 0..p-1; explicit zeros are dropped
     lengths = values.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)

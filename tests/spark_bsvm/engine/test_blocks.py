@@ -17,14 +17,15 @@ _VECTOR = pa.struct([("type", pa.int8()), ("size", pa.int32()), ("indices", pa.l
                      ("values", pa.list_(pa.float64()))])
 
 
-def _arrow_vectors(X, dense_rows):
-    """Spark's VectorUDT layout in Arrow: rows in ``dense_rows`` dense, the others sparse."""
+def _arrow_vectors(X, dense_rows, explicit_zeros=()):
+    """Spark's VectorUDT layout in Arrow: rows in ``dense_rows`` dense, the others sparse (those in
+    ``explicit_zeros`` storing their zeros too)."""
     records = []
     for i, x in enumerate(X):
         if i in dense_rows:
             records.append({"type": 1, "size": None, "indices": None, "values": x.tolist()})
         else:
-            nz = np.flatnonzero(x)
+            nz = np.arange(x.size) if i in explicit_zeros else np.flatnonzero(x)
             records.append({"type": 0, "size": x.size, "indices": nz.tolist(), "values": x[nz].tolist()})
     return pa.array(records, type=_VECTOR)
 
@@ -44,6 +45,19 @@ def test_mixed_dense_and_sparse_vectors_become_the_same_csr_block():
     dense = rows_from_arrow(column, 7, dense=True)
     assert isinstance(dense, np.ndarray) and dense.flags.c_contiguous
     np.testing.assert_array_equal(dense, X)
+
+
+def test_sparse_vectors_alone_become_the_csr_block_of_their_nonzero_values():
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((30, 6)) * (rng.random((30, 6)) < 0.4)
+    X[3] = 0.0
+    for zeros in ((), (2, 3, 17)):  # Arrow's lists taken as they are; with explicit zeros, the zeros dropped
+        column = _arrow_vectors(X, dense_rows=(), explicit_zeros=zeros)
+        for lo, hi in ((0, 30), (5, 26)):
+            rows = rows_from_arrow(column.slice(lo, hi - lo), 6)
+            assert sp.issparse(rows) and rows.has_canonical_format and rows.nnz == np.count_nonzero(X[lo:hi])
+            np.testing.assert_array_equal(rows.toarray(), X[lo:hi])
+        np.testing.assert_array_equal(rows_from_arrow(column, 6, dense=True), X)
 
 
 @pytest.mark.parametrize("nonzero", [0.2, 0.7], ids=["sparse_rows_csr", "mostly_nonzero_rows_dense"])
