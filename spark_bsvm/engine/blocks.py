@@ -318,22 +318,20 @@ def _rows_from_arrow(column, n_features):
 
     if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
         _check_sizes(column.value_lengths().fill_null(0).to_numpy(zero_copy_only=False), n_features)
-        flat = column.flatten().to_numpy(zero_copy_only=False)
-        return np.ascontiguousarray(flat.reshape(len(column), n_features), dtype=np.float64)
+        return _owned(column.flatten()).reshape(len(column), n_features)
     kinds = column.field("type").to_numpy(zero_copy_only=False)
     values = column.field("values")
     sizes = np.where(kinds == 1, values.value_lengths().to_numpy(zero_copy_only=False),
                      column.field("size").fill_null(0).to_numpy(zero_copy_only=False))
     _check_sizes(sizes, n_features)
     if np.all(kinds == 1):  # all dense
-        flat = values.flatten().to_numpy(zero_copy_only=False)
-        return np.ascontiguousarray(flat.reshape(len(column), n_features), dtype=np.float64)
+        return _owned(values.flatten()).reshape(len(column), n_features)
     if not np.any(kinds == 1):  # all sparse (VectorAssembler's rows, mostly): Arrow's lists hold the CSR arrays
-        data = values.flatten().to_numpy(zero_copy_only=False)
+        data = _owned(values.flatten())
         if np.count_nonzero(data) == data.size:  # else explicit zeros, dropped below
             offsets = values.offsets.to_numpy(zero_copy_only=False)
-            return sp.csr_matrix((data, column.field("indices").flatten().to_numpy(zero_copy_only=False),
-                                  offsets - offsets[0]), shape=(len(column), n_features))
+            return sp.csr_matrix((data, _owned(column.field("indices").flatten(), np.int32), offsets - offsets[0]),
+                                 shape=(len(column), n_features))
     # CSR in one pass over Arrow's flattened lists: a sparse row brings its indices, a dense row
     # the positions 0..p-1; explicit zeros are dropped
     lengths = values.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -346,6 +344,13 @@ def _rows_from_arrow(column, n_features):
     keep = data != 0.0
     indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=len(column)))])
     return sp.csr_matrix((data[keep], indices[keep], indptr), shape=(len(column), n_features))
+
+
+def _owned(array, dtype=np.float64):
+    """A primitive Arrow array as a new, writable numpy array of ``dtype``: Arrow's zero-copy views are
+    read-only, and numba compiles every kernel again for read-only arrays (a block the task owns has the
+    types of ``LocalEngine``'s, whose kernels the cache holds)."""
+    return np.array(array.to_numpy(zero_copy_only=False), dtype=dtype)
 
 
 def check_validation_column(df, validation_col):

@@ -56,6 +56,8 @@ def test_sparse_vectors_alone_become_the_csr_block_of_their_nonzero_values():
         for lo, hi in ((0, 30), (5, 26)):
             rows = rows_from_arrow(column.slice(lo, hi - lo), 6)
             assert sp.issparse(rows) and rows.has_canonical_format and rows.nnz == np.count_nonzero(X[lo:hi])
+            # the task's own memory, not Arrow's read-only buffers (numba would compile its kernels again)
+            assert all(a.flags.writeable for a in (rows.data, rows.indices, rows.indptr))
             np.testing.assert_array_equal(rows.toarray(), X[lo:hi])
         np.testing.assert_array_equal(rows_from_arrow(column, 6, dense=True), X)
 
@@ -88,7 +90,10 @@ def _dense(rows):
 
 def test_a_list_column_becomes_a_dense_block_and_its_sizes_are_checked():
     X = np.arange(12.0).reshape(4, 3)
-    np.testing.assert_array_equal(rows_from_arrow(pa.array(X.tolist(), pa.list_(pa.float64())), 3), X)
+    for rows in (rows_from_arrow(pa.array(X.tolist(), pa.list_(pa.float64())), 3),
+                 rows_from_arrow(_arrow_vectors(X, dense_rows=range(4)), 3)):  # dense vectors alike
+        np.testing.assert_array_equal(rows, X)
+        assert rows.flags.writeable and rows.flags.c_contiguous
     with pytest.raises(ValueError, match=r"must all have 3 entries \(the size of the first row\), found sizes \[2\]"):
         rows_from_arrow(pa.array([[1.0, 2.0, 3.0], [1.0, 2.0]], pa.list_(pa.float64())), 3)
 
