@@ -2,7 +2,8 @@
 
 A Spark Connect session has no ``sparkContext``, no RDDs and no JVM handle: everything here goes
 through calls both kinds of session have (``spark.conf``, DataFrames), or through the one call each
-kind offers (job groups on classic sessions, tags on Connect sessions).
+kind offers (job groups on classic sessions, tags on Connect sessions).  Arrow batches sized by their
+row count (``row_sized_arrow_batches``) need thread-local properties: classic sessions only.
 """
 
 from contextlib import contextmanager
