@@ -394,7 +394,7 @@ def partition_block(batches, pid, n_features, classes, has_weight, has_validatio
                          "the data were checked: the DataFrame gives other rows each time it is read (a "
                          "nondeterministic source or transformation); cache or checkpoint it before the fit")
     rows = rows_from_arrow(table.column("features").combine_chunks(), n_features, dense)
-    labels = np.asarray(table.column("label").to_pylist())
+    labels = table.column("label").to_numpy()  # numbers, strings or booleans, compared with the checks' values
     y = np.where(labels == classes[1], 1.0, -1.0)
     weight = table.column("weight").to_numpy() if has_weight else np.ones(len(y))
     ids = (np.int64(pid) << 40) + np.arange(len(y), dtype=np.int64)
