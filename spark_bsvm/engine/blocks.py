@@ -324,10 +324,10 @@ def _rows_from_arrow(column, n_features):
     sizes = np.where(kinds == 1, values.value_lengths().to_numpy(zero_copy_only=False),
                      column.field("size").fill_null(0).to_numpy(zero_copy_only=False))
     _check_sizes(sizes, n_features)
+    data = _owned(values.flatten())  # every row's stored values, in row order
     if np.all(kinds == 1):  # all dense
-        return _owned(values.flatten()).reshape(len(column), n_features)
+        return data.reshape(len(column), n_features)
     if not np.any(kinds == 1):  # all sparse (VectorAssembler's rows, mostly): Arrow's lists hold the CSR arrays
-        data = _owned(values.flatten())
         if np.count_nonzero(data) == data.size:  # else explicit zeros, dropped below
             offsets = values.offsets.to_numpy(zero_copy_only=False)
             return sp.csr_matrix((data, _owned(column.field("indices").flatten(), np.int32), offsets - offsets[0]),
@@ -335,7 +335,6 @@ def _rows_from_arrow(column, n_features):
     # CSR in one pass over Arrow's flattened lists: a sparse row brings its indices, a dense row
     # the positions 0..p-1; explicit zeros are dropped
     lengths = values.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    data = values.flatten().to_numpy(zero_copy_only=False).astype(np.float64)
     row_of = np.repeat(np.arange(len(column)), lengths)
     starts = np.cumsum(lengths) - lengths
     indices = np.arange(data.size, dtype=np.int64) - starts[row_of]
