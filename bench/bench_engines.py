@@ -178,7 +178,7 @@ def _block_timings(frame, n_features, dense):
 
         start = time.perf_counter()
         table = pa.Table.from_batches(list(batches))
-        rows = rows_from_arrow(table.column("features").combine_chunks(), n_features, dense)
+        rows = rows_from_arrow(table.column("features"), n_features, dense)
         size = rows.nbytes if isinstance(rows, np.ndarray) else rows.data.nbytes + rows.indices.nbytes
         yield pa.RecordBatch.from_pydict({"rows": [table.num_rows], "bytes": [size],
                                           "sparse": [not isinstance(rows, np.ndarray)],

@@ -305,51 +305,55 @@ def rows_from_arrow(column, n_features, dense=False):
     """The features column of a task's Arrow batches as a dense array or a CSR block (with ``dense``,
     ``DataSummary.dense``: a dense array even where the vectors were sparse, as ``LocalEngine`` makes).
 
-    Either a list<double> column (an array<double> or array<float> features column: dense rows) or a
-    VectorUDT column (Arrow struct type/size/indices/values, dense and sparse rows mixed).
+    ``column``: an Arrow array or a chunked array (a task's batches, each read where it lies and copied
+    once, into the block), either of list<double> (an array<double> or array<float> features column: dense
+    rows) or of VectorUDT (Arrow struct type/size/indices/values, dense and sparse rows mixed).
     """
-    rows = _rows_from_arrow(column, n_features)
+    import pyarrow as pa
+
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    rows = _rows_from_arrow(chunks or [pa.array([], column.type)], n_features)
     return to_dense(rows) if dense else rows
 
 
-def _rows_from_arrow(column, n_features):
+def _rows_from_arrow(chunks, n_features):
     import pyarrow as pa
     import scipy.sparse as sp
 
-    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
-        _check_sizes(column.value_lengths().fill_null(0).to_numpy(zero_copy_only=False), n_features)
-        return _owned(column.flatten()).reshape(len(column), n_features)
-    kinds = column.field("type").to_numpy(zero_copy_only=False)
-    values = column.field("values")
-    sizes = np.where(kinds == 1, values.value_lengths().to_numpy(zero_copy_only=False),
-                     column.field("size").fill_null(0).to_numpy(zero_copy_only=False))
+    n = sum(len(chunk) for chunk in chunks)
+    if pa.types.is_list(chunks[0].type) or pa.types.is_large_list(chunks[0].type):
+        _check_sizes(_joined((chunk.value_lengths().fill_null(0) for chunk in chunks), np.int64), n_features)
+        return _joined(chunk.flatten() for chunk in chunks).reshape(n, n_features)
+    kinds = _joined((chunk.field("type") for chunk in chunks), np.int8)
+    values = [chunk.field("values") for chunk in chunks]
+    lengths = _joined((v.value_lengths().fill_null(0) for v in values), np.int64)
+    sizes = np.where(kinds == 1, lengths, _joined((chunk.field("size").fill_null(0) for chunk in chunks), np.int64))
     _check_sizes(sizes, n_features)
-    data = _owned(values.flatten())  # every row's stored values, in row order
+    data = _joined(v.flatten() for v in values)  # every row's stored values, in row order
     if np.all(kinds == 1):  # all dense
-        return data.reshape(len(column), n_features)
-    if not np.any(kinds == 1):  # all sparse (VectorAssembler's rows, mostly): Arrow's lists hold the CSR arrays
-        if np.count_nonzero(data) == data.size:  # else explicit zeros, dropped below
-            offsets = values.offsets.to_numpy(zero_copy_only=False)
-            return sp.csr_matrix((data, _owned(column.field("indices").flatten(), np.int32), offsets - offsets[0]),
-                                 shape=(len(column), n_features))
-    # CSR in one pass over Arrow's flattened lists: a sparse row brings its indices, a dense row
-    # the positions 0..p-1; explicit zeros are dropped
-    lengths = values.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    row_of = np.repeat(np.arange(len(column)), lengths)
+        return data.reshape(n, n_features)
+    sparse_indices = _joined((chunk.field("indices").flatten() for chunk in chunks), np.int32)
+    if not np.any(kinds == 1) and np.count_nonzero(data) == data.size:
+        # all sparse (VectorAssembler's rows, mostly), no explicit zero: Arrow's lists hold the CSR arrays
+        indptr = np.zeros(n + 1, np.int32)
+        np.cumsum(lengths, out=indptr[1:])
+        return sp.csr_matrix((data, sparse_indices, indptr), shape=(n, n_features))
+    # CSR in one pass over the flattened lists: a sparse row brings its indices, a dense row the positions
+    # 0..p-1; explicit zeros are dropped
+    row_of = np.repeat(np.arange(n), lengths)
     starts = np.cumsum(lengths) - lengths
     indices = np.arange(data.size, dtype=np.int64) - starts[row_of]
-    from_sparse = np.repeat(kinds == 0, lengths)
-    indices[from_sparse] = column.field("indices").flatten().to_numpy(zero_copy_only=False)
+    indices[np.repeat(kinds == 0, lengths)] = sparse_indices
     keep = data != 0.0
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=len(column)))])
-    return sp.csr_matrix((data[keep], indices[keep], indptr), shape=(len(column), n_features))
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=n))])
+    return sp.csr_matrix((data[keep], indices[keep], indptr), shape=(n, n_features))
 
 
-def _owned(array, dtype=np.float64):
-    """A primitive Arrow array as a new, writable numpy array of ``dtype``: Arrow's zero-copy views are
-    read-only, and numba compiles every kernel again for read-only arrays (a block the task owns has the
-    types of ``LocalEngine``'s, whose kernels the cache holds)."""
-    return np.array(array.to_numpy(zero_copy_only=False), dtype=dtype)
+def _joined(arrays, dtype=np.float64):
+    """Primitive Arrow arrays, one after the other, as a new, writable numpy array of ``dtype`` (the one copy
+    a task makes): Arrow's zero-copy views are read-only, and numba compiles every kernel again for read-only
+    arrays (a block the task owns has the types of ``LocalEngine``'s, whose kernels the cache holds)."""
+    return np.concatenate([array.to_numpy(zero_copy_only=False) for array in arrays], dtype=dtype)
 
 
 def check_validation_column(df, validation_col):
@@ -392,7 +396,7 @@ def partition_block(batches, pid, n_features, classes, has_weight, has_validatio
         raise ValueError(f"partition {pid} of the training data is empty, although every partition had rows when "
                          "the data were checked: the DataFrame gives other rows each time it is read (a "
                          "nondeterministic source or transformation); cache or checkpoint it before the fit")
-    rows = rows_from_arrow(table.column("features").combine_chunks(), n_features, dense)
+    rows = rows_from_arrow(table.column("features"), n_features, dense)
     labels = table.column("label").to_numpy()  # numbers, strings or booleans, compared with the checks' values
     y = np.where(labels == classes[1], 1.0, -1.0)
     weight = table.column("weight").to_numpy() if has_weight else np.ones(len(y))

@@ -62,6 +62,32 @@ def test_sparse_vectors_alone_become_the_csr_block_of_their_nonzero_values():
         np.testing.assert_array_equal(rows_from_arrow(column, 6, dense=True), X)
 
 
+@pytest.mark.parametrize("kind", ["sparse", "sparse_with_zeros", "mixed", "dense_vectors", "lists"])
+def test_a_task_s_batches_become_the_block_of_their_rows_in_order(kind):
+    """A chunked column (a task's Arrow batches, some empty, one a slice) gives the block of the whole column
+    as one array, in writable arrays of the task's own."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((50, 6)) * (rng.random((50, 6)) < 0.4)
+    X[7] = 0.0
+    if kind == "lists":
+        column = pa.array(X.tolist(), pa.list_(pa.float64()))
+    else:
+        dense_rows = {"mixed": {0, 7, 30}, "dense_vectors": range(50)}.get(kind, ())
+        column = _arrow_vectors(X, dense_rows, explicit_zeros=(4, 33) if kind == "sparse_with_zeros" else ())
+    whole = rows_from_arrow(column, 6)
+    chunks = [column.slice(0, 0), column.slice(0, 20), column.slice(20, 0), column.slice(20, 30)]
+    rows = rows_from_arrow(pa.chunked_array(chunks, column.type), 6)
+    assert sp.issparse(rows) == sp.issparse(whole) == (kind not in ("dense_vectors", "lists"))
+    arrays = (rows.data, rows.indices, rows.indptr) if sp.issparse(rows) else (rows,)
+    assert all(a.flags.writeable for a in arrays)
+    if sp.issparse(rows):
+        assert rows.has_canonical_format and rows.indices.dtype == whole.indices.dtype
+    np.testing.assert_array_equal(_dense(rows), X)
+    np.testing.assert_array_equal(_dense(whole), X)
+    np.testing.assert_array_equal(rows_from_arrow(pa.chunked_array([], column.type), 6, dense=True),
+                                  np.zeros((0, 6)))
+
+
 @pytest.mark.parametrize("nonzero", [0.2, 0.7], ids=["sparse_rows_csr", "mostly_nonzero_rows_dense"])
 def test_spark_fit_on_mixed_vectors_equals_the_local_fit(spark, nonzero):
     """Rows stored as sparse and dense vectors in turn (as VectorAssembler stores them): the tasks hold a CSR
