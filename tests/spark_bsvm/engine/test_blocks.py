@@ -63,7 +63,7 @@ def test_sparse_vectors_alone_become_the_csr_block_of_their_nonzero_values():
 
 
 @pytest.mark.parametrize("kind", ["sparse", "sparse_with_zeros", "mixed", "dense_vectors", "lists"])
-def test_a_task_s_batches_become_the_block_of_their_rows_in_order(kind):
+def test_the_batches_of_a_task_become_the_block_of_their_rows_in_order(kind):
     """A chunked column (a task's Arrow batches, some empty, one a slice) gives the block of the whole column
     as one array, in writable arrays of the task's own."""
     rng = np.random.default_rng(5)
