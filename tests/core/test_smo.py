@@ -42,6 +42,26 @@ def test_smo_ball_pair_bounds_keep_every_constraint():
     assert abs(y @ alpha) < 1e-9 and alpha.min() >= 0
 
 
+@pytest.mark.parametrize("seed", [0, 2])
+@pytest.mark.parametrize("ridge", [0.0, 1e-6])
+def test_smo_on_a_flat_budget_face_converges_with_newton_steps(seed, ridge):
+    """No box (budget-L2), the budget active and a ridge of at most 1e-6 over close points: a face on which
+    the objective barely changes.  Pair steps alone took 90,000 to over 200,000 steps here without reaching
+    tol = 1e-8; with the Newton steps on the free variables (module doc) it takes a few thousand, and the
+    objective is the generic QP's."""
+    K, y = _problem(seed)
+    n, sum_bound = len(y), 30.0
+    alpha, grad = np.zeros(n), -np.ones(n)
+    steps, violation = smo_solve(K, y, grad, alpha, np.full(n, np.inf), sum_bound=sum_bound, ridge=ridge, tol=1e-8,
+                                 max_iter=20_000)
+    assert steps < 20_000 and violation < 1e-8
+    K_ridge = K + ridge * np.eye(n)  # the ridge is a diagonal term (the next test)
+    _, reference = naive_dual_qp(K_ridge, y, np.full(n, np.inf), sum_bound)
+    assert naive_dual_objective(K_ridge, y, alpha) == pytest.approx(reference, rel=1e-6)
+    np.testing.assert_allclose(grad, (K_ridge * np.outer(y, y)) @ alpha - 1.0, atol=1e-9)
+    assert abs(y @ alpha) < 1e-9 and alpha.min() >= 0 and alpha.sum() <= sum_bound + 1e-9
+
+
 def test_smo_ridge_is_a_diagonal_term():
     K, y = _problem(3)
     n, mu = len(y), 0.7
