@@ -47,7 +47,10 @@ affine set exactly:
     [ A             0   ] [l] = [  0 ],      (least squares: Q_FF may be singular)
 
 taken as far towards a_F + d as the bounds and the budget's slack allow (the objective, convex along d
-with its minimum at d, decreases all the way), after which pair steps go on.
+with its minimum at d, decreases all the way); where a bound stopped it, another follows without that
+variable, then pair steps go on.  Not for many free variables: on the ~4,500 of a budget-L2 fit on
+10,000 covtype rows (C = 1), Newton steps from a Cholesky factor were each stopped short by a bound
+almost at once, and 51 of them took 89 s of a 114 s fit that pair steps alone end in 24 s.
 """
 
 import numpy as np
@@ -58,7 +61,8 @@ from core.config import NJIT
 _TAU = 1e-12  # LIBSVM's floor on the pair curvature q
 _TIGHT = 1e-12  # relative slack under which a sum constraint counts as active
 _NEWTON_EVERY = 10  # pair steps per variable between Newton steps on the free variables (module doc)
-_NEWTON_MAX_FREE = 1024  # most free variables a Newton step solves for: (|F| + 2)^3 flops of least squares
+_NEWTON_MAX_FREE = 256  # most free variables a Newton step solves for: a least-squares solve of (|F| + 2)^2
+# takes ~10 (|F| + 2)^3 flops, ~5 ms here, and each step that a bound stops (a variable leaving F) one more
 _NO_STEP, _FULL_STEP, _BLOCKED = 0, 1, 2  # what a Newton step did
 
 
@@ -166,7 +170,7 @@ def _smo_solve(K, y, grad, alpha, upper, sum_bound, sq_bound, ridge, tol, max_it
             break
         if sq_bound == np.inf and it > 0 and it % newton_every == 0:
             steps, outcome = 0, _BLOCKED
-            while outcome == _BLOCKED and steps < n:  # a bound stopped the step: again without that variable
+            while outcome == _BLOCKED and steps <= n:  # a bound stopped the step: again without that variable
                 outcome = _newton_step(K, y, grad, alpha, upper, sum_slack, ridge)
                 sum_slack = sum_bound - alpha.sum()
                 if sum_slack <= sum_tight:
