@@ -46,8 +46,8 @@ def test_smo_ball_pair_bounds_keep_every_constraint():
 @pytest.mark.parametrize("ridge", [0.0, 1e-6])
 def test_smo_on_a_flat_budget_face_converges_with_newton_steps(seed, ridge):
     """No box (budget-L2), the budget active and a ridge of at most 1e-6 over close points: a face on which
-    the objective barely changes.  Pair steps alone took 90,000 to over 200,000 steps here without reaching
-    tol = 1e-8; with the Newton steps on the free variables (module doc) it takes a few thousand, and the
+    the objective barely changes.  Pair steps alone stopped at 200,000 steps here without reaching tol = 1e-8;
+    with the Newton steps on the free variables (``core.smo``'s module doc) it takes 3,200 to 4,000, and the
     objective is the generic QP's."""
     K, y = _problem(seed)
     n, sum_bound = len(y), 30.0
