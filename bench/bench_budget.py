@@ -4,10 +4,10 @@ On the first 10,000 training rows of covtype-20k (gamma = 16) and of ijcnn1 (gam
 held out as ``bench.bench_csvc_vs_libsvm`` holds them, ``LocalEngine`` with 2 partitions, budget
 B = 500: budget-L1 with C = 10 / 500 at tol 1e-3 (the default) and 1e-4, and budget-L2 with C = 1
 (its ball's multiplier search solves to tol / 100).  Printed per fit: wall and CPU seconds
-(``time.process_time``, all threads), the dual decomposition's rounds, the support size, the dual
-objective (the minimum reached: lower is better) and the test error.  These fits spend nearly all
-their time in the working sets' SMO (``core.smo``), whose pair steps on a budget problem are the cost
-this bench follows; the choices of those steps, and so the models, do not depend on how fast they are.
+(``time.process_time``, all threads), the dual decomposition's rounds (budget-L2: those of its last
+solve), the support size, the dual objective (the minimum reached: lower is better) and the test error.
+These fits spend nearly all their time in the working sets' SMO (``core.smo``), in pair steps on a
+budget problem: what this bench times.
 
     python -m bench.bench_budget [--data covtype ijcnn1] [--rows 10000]
 """
