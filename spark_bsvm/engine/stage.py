@@ -152,39 +152,32 @@ class TrainingData:
     before the stage holds the slots.  ``description`` names the fit in the progress log and the Spark UI.
     ``validation_col``: a boolean column marking the validation rows, which the tasks hold beside the
     training rows (``PartitionData.validation``); ``n_examples`` counts the training rows only.
+    ``shared_checks``: a ``shared_checks.SharedChecks`` of the fits of one ``fitMultiple`` call: the checks
+    and the stage's DataFrame, once per DataFrame, columns and task count (``check_data`` runs every time).
     """
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
-                 check_data=None, description="spark-bsvm fit", validation_col=None):
-        from pyspark.ml.linalg import VectorUDT
-        from pyspark.sql import functions as F
-
+                 check_data=None, description="spark-bsvm fit", validation_col=None, shared_checks=None):
         self.description, self.progress = description, progress_logger()
         self.progress.info("%s: checking the training data", description)
         self.spark = df.sparkSession
         check_schema(df, features_col, label_col, weight_col)
         if validation_col:
             check_validation_column(df, validation_col)
-        self.n_partitions = barrier_tasks(self.spark, num_partitions)
-        columns = [F.col(features_col).alias("features"), F.col(label_col).alias("label")]
-        if weight_col:
-            columns.append(F.col(weight_col).cast("double").alias("weight"))
-        if validation_col:
-            columns.append(F.col(validation_col).alias("validation"))
-        prepared = df.select(*columns)
         self.has_weight = bool(weight_col)
-        summary = check_training_data(prepared, features_col, label_col, weight_col)
+        columns = features_col, label_col, weight_col, validation_col
+        tasks = barrier_tasks(self.spark, num_partitions)
+        if shared_checks is None:
+            summary, self.frame = _checked_frame(df, columns, tasks)
+        else:  # the key's DataFrame is kept with the result: its id names no other DataFrame meanwhile
+            _, summary, self.frame = shared_checks.once((id(df), columns, tasks),
+                                                        lambda: (df, *_checked_frame(df, columns, tasks)))
         self.classes, self.n_examples, self.n_features = summary.classes, summary.n_rows, summary.n_features
-        self.scale_gamma, partition_rows = summary.scale_gamma, summary.partition_rows
-        self.n_partitions = min(self.n_partitions, self.n_examples)  # a task needs a row to train on
+        self.scale_gamma, self.n_partitions = summary.scale_gamma, _task_count(summary, tasks)
         self.n_validation, self.dense = summary.n_validation, summary.dense
         self.n_examples -= self.n_validation
-        if not isinstance(prepared.schema["features"].dataType, VectorUDT):
-            # an array column: the tasks read it as list<double>, dense rows
-            prepared = prepared.withColumn("features", F.col("features").cast("array<double>"))
         if check_data is not None:
             check_data(self.n_features, self.classes)
-        self.frame = balanced(prepared, partition_rows, self.n_partitions)
 
     def task_spec(self, secret, **kwargs):
         return TaskSpec(secret, self.n_features, self.classes, self.has_weight, self.n_partitions, self.n_examples,
@@ -213,6 +206,32 @@ class TrainingData:
                 self.progress.warning("%s: %s; starting the training stage again (restart %d of at most %d)",
                                       self.description, message[message.index(STAGE_ABORTED):].splitlines()[0],
                                       restart + 1, restarts)
+
+
+def _task_count(summary, tasks):
+    """The stage's tasks: ``tasks``, or fewer for fewer rows (a task needs a row to train on)."""
+    return min(tasks, summary.n_rows)
+
+
+def _checked_frame(df, columns, tasks):
+    """(the ``DataSummary`` of ``df``'s training data, the DataFrame the stage reads): ``columns`` =
+    (features, label, weight or None, validation or None) projected and renamed, checked
+    (``check_training_data``), then dealt into the stage's partitions (``balanced``)."""
+    from pyspark.ml.linalg import VectorUDT
+    from pyspark.sql import functions as F
+
+    features_col, label_col, weight_col, validation_col = columns
+    selected = [F.col(features_col).alias("features"), F.col(label_col).alias("label")]
+    if weight_col:
+        selected.append(F.col(weight_col).cast("double").alias("weight"))
+    if validation_col:
+        selected.append(F.col(validation_col).alias("validation"))
+    prepared = df.select(*selected)
+    summary = check_training_data(prepared, features_col, label_col, weight_col)
+    if not isinstance(prepared.schema["features"].dataType, VectorUDT):
+        # an array column: the tasks read it as list<double>, dense rows
+        prepared = prepared.withColumn("features", F.col("features").cast("array<double>"))
+    return summary, balanced(prepared, summary.partition_rows, _task_count(summary, tasks))
 
 
 def raise_task_errors(rows):

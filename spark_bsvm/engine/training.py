@@ -37,25 +37,26 @@ def resolve_mode(spark, mode):
 
 def train(df, function, arguments, *, features_col="features", label_col="label", weight_col=None,
           num_partitions=None, mode="auto", check_data=None, description="spark-bsvm fit", fault_injection=None,
-          stage_restarts=STAGE_RESTARTS, validation_col=None):
+          stage_restarts=STAGE_RESTARTS, validation_col=None, shared_checks=None):
     """``function(engine, **arguments)`` (a ``core`` training function) on the rows of ``df``; its model.
     A model that predicts one class for every training row is logged as a warning
     (``core.separation.warn_if_one_class``, in either mode).
 
-    The keyword arguments up to ``check_data`` and ``validation_col`` are ``stage.TrainingData``'s;
-    ``description`` names the fit in the Spark UI; ``stage_restarts`` bounds how many times the training
-    stage starts again after Spark aborted it (driver mode: the fit resumes; executor mode: it starts
-    over); ``fault_injection`` is ``stage.TaskSpec``'s test hook (in the executor mode it kills the Python
+    The keyword arguments up to ``check_data``, ``validation_col`` and ``shared_checks`` are
+    ``stage.TrainingData``'s; ``description`` names the fit in the Spark UI; ``stage_restarts`` bounds how
+    many times the training stage starts again after Spark aborted it (driver mode: the fit resumes;
+    executor mode: it starts over); ``fault_injection`` is ``stage.TaskSpec``'s test hook (in the executor mode it kills the Python
     worker of the coordinating task)."""
     if resolve_mode(df.sparkSession, mode) == "driver":
         with SparkEngine(df, features_col, label_col, weight_col, num_partitions, check_data,
                          fault_injection=fault_injection, description=description,
-                         stage_restarts=stage_restarts, validation_col=validation_col) as engine:
+                         stage_restarts=stage_restarts, validation_col=validation_col,
+                         shared_checks=shared_checks) as engine:
             model = function(engine, **arguments)
             warn_if_one_class(engine, model)
             return model
     data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description,
-                        validation_col)
+                        validation_col, shared_checks)
     spec = data.task_spec(secrets.token_hex(32), fit=HostedFit(function, arguments), fault_injection=fault_injection)
     rows = data.run_stage(make_task(spec), fit_tag(), stage_restarts)  # the solver's progress: executor's log
     raise_task_errors(rows)

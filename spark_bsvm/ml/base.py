@@ -16,6 +16,9 @@ function's keyword arguments.  Everything else is here, once:
               (``coordinatorMode``), which runs core function(engine, **table-mapped params, kernel, inputs)
            -> the model, with the estimator's uid and params and the trained kernel; Platt calibration;
               its training summary (``model.summary``) on the DataFrame given to fit
+
+    fitMultiple (pyspark.ml's tuners): ``_fit`` per param map, the fits sharing the rows they derive and
+           the data's checks wherever their params leave those alone (``spark_bsvm.engine.shared_checks``)
 """
 
 import functools
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from pyspark import keyword_only
+from pyspark.ml.base import _FitMultipleIterator
 from pyspark.ml.classification import ProbabilisticClassifier
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 from pyspark.sql import functions as F
@@ -31,12 +35,15 @@ from pyspark.sql import functions as F
 from core.grid import fit_grid
 from core.kernels import KernelSpec
 from spark_bsvm.engine.blocks import check_schema, check_validation_column
+from spark_bsvm.engine.shared_checks import SharedChecks
 from spark_bsvm.engine.training import train
 from spark_bsvm.ml.params import GRID_PARAMS, _KernelParams, _ValidationParams, check_params
 from spark_bsvm.ml.summary import setting_params
 
 _DRAWN_VALIDATION = "__bsvm_validation"  # the column validationFraction's draw adds
 _VALIDATION_PARAMS = ("validationIndicatorCol", "validationFraction", *GRID_PARAMS)  # not core's
+# the params that choose which rows train, calibrate and validate (``_training_rows``)
+_ROW_PARAMS = ("weightCol", "calibrationFraction", "seed", "validationIndicatorCol", "validationFraction")
 
 
 @dataclass(frozen=True)
@@ -162,14 +169,21 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
             arguments["kernel"] = self.kernel_spec()
         return arguments
 
-    def _fit(self, dataset):
-        self._check()
-        # the columns first: reading a saved model below runs Spark jobs
-        check_schema(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col())
-        if isinstance(self, _ValidationParams) and self.getValidationIndicatorCol():
-            check_validation_column(dataset, self.getValidationIndicatorCol())
-        inputs = self._driver_inputs()
-        training = dataset
+    def fitMultiple(self, dataset, paramMaps):
+        """A model for each param map, as ``fit(dataset, paramMap)`` gives it, from a thread-safe iterator of
+        (index, model) (pyspark.ml's tuners call this; their ``parallelism`` fits side by side).  The fits of
+        the param maps that leave the data's params alone (the columns, ``_ROW_PARAMS``, ``numPartitions``)
+        share one run of the data's checks (``spark_bsvm.engine.shared_checks``)."""
+        estimator, shared_checks = self.copy(), SharedChecks()
+
+        def fit_one(index):
+            return estimator.copy(paramMaps[index])._fit(dataset, shared_checks)
+
+        return _FitMultipleIterator(fit_one, len(paramMaps))
+
+    def _training_rows(self, dataset):
+        """(the rows to train on, the calibration rows or None, the column marking the validation rows or
+        None) of ``dataset``, by the params of ``_ROW_PARAMS``."""
         if self._weight_col():  # null weights stay: the data's checks name them
             weight = F.col(self._weight_col())
             dataset = dataset.filter(weight.isNull() | (weight != 0))
@@ -178,6 +192,22 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
             fraction = self.getCalibrationFraction()
             dataset, holdout = dataset.randomSplit([1.0 - fraction, fraction], seed=self.getOrDefault(self.seed))
         dataset, validation_col = self._validation_col(dataset)
+        return dataset, holdout, validation_col
+
+    def _fit(self, dataset, shared_checks=None):
+        self._check()
+        # the columns first: reading a saved model below runs Spark jobs
+        check_schema(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col())
+        if isinstance(self, _ValidationParams) and self.getValidationIndicatorCol():
+            check_validation_column(dataset, self.getValidationIndicatorCol())
+        inputs = self._driver_inputs()
+        training = dataset
+        if shared_checks is None:
+            dataset, holdout, validation_col = self._training_rows(dataset)
+        else:  # the same DataFrames for every param map with the same row params: their checks are shared
+            rows_key = tuple(self.getOrDefault(name) if self.hasParam(name) and self.isDefined(name) else None
+                             for name in _ROW_PARAMS)
+            dataset, holdout, validation_col = shared_checks.once(rows_key, lambda: self._training_rows(dataset))
         function, arguments = self.core.function, dict(self.core_arguments(), **inputs)
         settings = self._grid_settings()
         if settings is not None:  # every setting in this one training stage
@@ -189,7 +219,7 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
                           weight_col=self._weight_col(), num_partitions=self.getNumPartitions(),
                           mode=self.getCoordinatorMode(), check_data=functools.partial(self._check_data, inputs),
                           description=f"spark-bsvm {type(self).__name__} fit", validation_col=validation_col,
-                          stage_restarts=self.getMaxStageRestarts())
+                          stage_restarts=self.getMaxStageRestarts(), shared_checks=shared_checks)
         # the summary names params as the user set them; core's own names stay beside them
         expansion.metadata["coreParams"] = expansion.metadata.get("params", {})
         expansion.metadata["params"] = self._spark_values()

@@ -1,0 +1,108 @@
+"""pyspark.ml's tuners over a spark-bsvm estimator: the data's checks once per fold, against once per fit.
+
+``CrossValidator`` and ``TrainValidationSplit`` fit their estimator once per param map through
+``fitMultiple``.  The estimators' own ``fitMultiple`` runs the data's checks (a Spark job before each
+training stage) once for the param maps that leave the data's params alone; pyspark's default
+(``Estimator.fitMultiple``, kept here by a subclass that calls it) fits each param map on its own, checks
+included.  Both tuners, C-SVC (gamma = 0.5, C in a 4-point grid) on ``make_rings`` rows (cached and counted
+first), parallelism 1, ``local[2]``, after one warm-up fit; the two ways alternate (A B A B ...).
+
+Printed per run: the tuner, the way, the data's check runs, wall seconds, CPU seconds of this process and
+its children (the JVM, which in local mode is driver and executor, and the Python workers:
+``bench.common.tree_cpu_seconds``), and the chosen C; then per tuner the medians and the ratio of the
+wall times (shared / per fit), with the range of the pairs' own ratios.
+
+    python -m bench.bench_fit_multiple [--rows 4000] [--repeats 3] [--quick]
+"""
+
+import argparse
+import os
+
+import numpy as np
+from pyspark.ml import Estimator
+
+from bench.bench_parallel_tuning import rings_df
+from bench.common import local_spark, print_table, timed, tree_cpu_seconds
+from spark_bsvm import CSVC
+
+SLOTS = 2
+GRID_C = (0.1, 1.0, 10.0, 100.0)
+FOLDS = 3
+
+
+class CheckedPerFit(CSVC):
+    """C-SVC with pyspark.ml's default ``fitMultiple``: every param map's fit checks its data."""
+
+    def fitMultiple(self, dataset, paramMaps):
+        return Estimator.fitMultiple(self, dataset, paramMaps)
+
+
+def tuner(name, estimator):
+    from pyspark.ml.evaluation import BinaryClassificationEvaluator
+    from pyspark.ml.tuning import CrossValidator, ParamGridBuilder, TrainValidationSplit
+
+    grid = ParamGridBuilder().addGrid(estimator.C, list(GRID_C)).build()
+    if name == "CrossValidator":
+        return CrossValidator(estimator=estimator, estimatorParamMaps=grid, numFolds=FOLDS, seed=1,
+                              evaluator=BinaryClassificationEvaluator())
+    return TrainValidationSplit(estimator=estimator, estimatorParamMaps=grid, trainRatio=0.75, seed=1,
+                                evaluator=BinaryClassificationEvaluator())
+
+
+def counting_checks():
+    """A list that grows by one at each run of the data's checks (``stage.check_training_data`` wrapped)."""
+    from spark_bsvm.engine import stage
+
+    runs, checked = [], stage.check_training_data
+
+    def counted(*args):
+        runs.append(1)
+        return checked(*args)
+
+    stage.check_training_data = counted
+    return runs
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=4000, help="make_rings rows (default 4000)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each way per tuner (default 3)")
+    parser.add_argument("--quick", action="store_true", help="300 rows, one run each: check that the script runs")
+    args = parser.parse_args()
+    n_rows, repeats = (300, 1) if args.quick else (args.rows, args.repeats)
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; {n_rows} make_rings rows, "
+          f"C-SVC (gamma 0.5) over C in {GRID_C}, local[{SLOTS}], parallelism 1")
+    spark = local_spark("bench_fit_multiple", SLOTS, "2g")
+    try:
+        df = rings_df(spark, n_rows)
+        CSVC(gamma=0.5).fit(df)  # warm-up: the Python workers, the imports, numba's cached code
+        checks = counting_checks()
+        ways = [("shared checks", CSVC(gamma=0.5)), ("checks per fit", CheckedPerFit(gamma=0.5))]
+        rows, summary = [], []
+        for name in ("CrossValidator", "TrainValidationSplit"):
+            times = {way: [] for way, _ in ways}
+            for _ in range(repeats):
+                for way, estimator in ways:
+                    del checks[:]
+                    cpu = tree_cpu_seconds()
+                    model, wall, _ = timed(lambda: tuner(name, estimator).fit(df))
+                    cpu = tree_cpu_seconds() - cpu
+                    times[way].append((wall, cpu))
+                    rows.append([name, way, len(checks), f"{wall:.2f}", f"{cpu:.2f}",
+                                 model.bestModel.getOrDefault("C")])
+            shared, per_fit = (np.array(times[way]) for way, _ in ways)
+            pairs = shared[:, 0] / per_fit[:, 0]
+            summary.append([name, f"{np.median(shared[:, 0]):.2f}", f"{np.median(shared[:, 1]):.2f}",
+                            f"{np.median(per_fit[:, 0]):.2f}", f"{np.median(per_fit[:, 1]):.2f}",
+                            f"{np.median(shared[:, 0]) / np.median(per_fit[:, 0]):.2f}",
+                            f"{pairs.min():.2f}-{pairs.max():.2f}"])
+        print_table(["tuner", "way", "check runs", "wall s", "cpu s", "chosen C"], rows)
+        print(f"\nmedians of {repeats} runs each way")
+        print_table(["tuner", "shared wall s", "shared cpu s", "per fit wall s", "per fit cpu s",
+                     "wall ratio", "pairs' ratios"], summary)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

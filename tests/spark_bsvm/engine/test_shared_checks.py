@@ -1,0 +1,43 @@
+"""SharedChecks: one computation per key, whatever the number of fits asking and their threads."""
+
+import threading
+import time
+
+import pytest
+
+from spark_bsvm.engine.shared_checks import SharedChecks
+
+
+def test_fits_asking_at_once_wait_for_one_computation_per_key():
+    shared, calls, results = SharedChecks(), [], []
+
+    def compute(key):
+        calls.append(key)
+        time.sleep(0.05)  # the others arrive while it runs
+        return f"checked {key}"
+
+    def fit(key):
+        results.append(shared.once(key, lambda: compute(key)))
+
+    threads = [threading.Thread(target=fit, args=(key,)) for key in ["a", "b", "a", "a", "b"]]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(calls) == ["a", "b"]
+    assert sorted(results) == ["checked a"] * 3 + ["checked b"] * 2
+
+
+def test_a_failed_computation_is_run_again_by_the_next_fit():
+    shared, calls = SharedChecks(), []
+
+    def bad_rows():
+        calls.append(1)
+        raise ValueError("label column 'label' has 1 null value(s)")
+
+    for _ in range(2):
+        with pytest.raises(ValueError, match="null value"):
+            shared.once("rows", bad_rows)
+    assert len(calls) == 2
+    assert shared.once("rows", lambda: None) is None  # None is a result like any other
+    assert shared.once("rows", lambda: "never run") is None

@@ -1,0 +1,91 @@
+"""fitMultiple (pyspark.ml's tuners): the models of separate fits, with the data's checks run once for the
+param maps that leave the rows alone."""
+
+import numpy as np
+import pytest
+from pyspark.ml.evaluation import BinaryClassificationEvaluator
+
+from spark_bsvm import CSVC
+from spark_bsvm.engine import stage
+from tests.conftest import rings_frame, to_df
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def train(spark):
+    return rings_frame(spark, 300, seed=23)
+
+
+@pytest.fixture
+def checks(monkeypatch):
+    """The DataFrames ``check_training_data`` was run on, in the order of the runs."""
+    runs = []
+    checked = stage.check_training_data
+
+    def counted(prepared, *args):
+        runs.append(prepared)
+        return checked(prepared, *args)
+
+    monkeypatch.setattr(stage, "check_training_data", counted)
+    return runs
+
+
+def fitted_one_by_one(estimator, df, param_maps):
+    return [estimator.fit(df, param_map) for param_map in param_maps]
+
+
+def assert_same_models(models, expected):
+    assert len(models) == len(expected)
+    for model, one in zip(models, expected):
+        np.testing.assert_array_equal(model.expansion.coef, one.expansion.coef)
+        np.testing.assert_array_equal(model.expansion.support_vectors, one.expansion.support_vectors)
+        assert model.expansion.bias == one.expansion.bias
+        assert model.trainingSummary["params"] == one.trainingSummary["params"]
+
+
+def test_param_maps_of_the_model_params_share_one_run_of_the_checks(train, checks):
+    estimator = CSVC(gamma=0.5, numPartitions=2)
+    param_maps = [{estimator.C: C} for C in (0.1, 1.0, 10.0)]
+    expected = fitted_one_by_one(estimator, train[2], param_maps)
+    assert len(checks) == 3
+    models = estimator.fit(train[2], param_maps)  # pyspark's list form: fitMultiple
+    assert len(checks) == 4
+    assert_same_models(models, expected)
+    assert [m.getC() for m in models] == [0.1, 1.0, 10.0]
+
+
+def test_param_maps_that_choose_other_rows_get_checks_of_their_own(spark, checks):
+    X, labels, _ = rings_frame(spark, 300, seed=24)
+    df = to_df(spark, X, labels, weights=np.where(labels > 0, 2.0, 0.5))
+    estimator = CSVC(gamma=0.5, numPartitions=2, seed=5)
+    param_maps = [{estimator.C: 1.0}, {estimator.weightCol: "weight"}, {estimator.C: 10.0},
+                  {estimator.weightCol: "weight", estimator.C: 10.0}, {estimator.calibrationFraction: 0.2}]
+    expected = fitted_one_by_one(estimator, df, param_maps)
+    del checks[:]
+    assert_same_models(estimator.fit(df, param_maps), expected)
+    assert len(checks) == 3  # unweighted, weighted, unweighted less the calibration rows
+
+
+def test_bad_data_fails_each_param_map_with_the_checks_error(spark):
+    from pyspark.ml.linalg import Vectors, VectorUDT
+    from pyspark.sql.types import DoubleType, StructField, StructType
+
+    schema = StructType([StructField("features", VectorUDT()), StructField("label", DoubleType())])
+    df = spark.createDataFrame([(Vectors.dense([0.0, 1.0]), 1.0), (Vectors.dense([1.0, 0.0]), None)], schema)
+    estimator = CSVC(gamma=0.5, numPartitions=2)
+    models = estimator.fitMultiple(df, [{estimator.C: 1.0}, {estimator.C: 2.0}])
+    for _ in range(2):
+        with pytest.raises(ValueError, match="label column 'label' has 1 null value"):
+            next(models)
+
+
+def test_cross_validator_checks_each_fold_once(train, checks):
+    from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
+
+    estimator = CSVC(gamma=0.5, numPartitions=1)  # one slot each: the two param maps fit side by side
+    grid = ParamGridBuilder().addGrid(estimator.C, [0.1, 1.0, 10.0]).build()
+    cv = CrossValidator(estimator=estimator, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator(),
+                        numFolds=2, parallelism=2, seed=1).fit(train[2])
+    assert len(checks) == 2 + 1  # a fold's three fits share its checks; the best setting's refit has its own
+    assert len(cv.avgMetrics) == 3 and min(cv.avgMetrics) > 0.8
