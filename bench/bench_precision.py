@@ -4,7 +4,8 @@ Models trained (float64, ``LocalEngine``, 2 partitions) as the other benches tra
 (the first 15,000 rows train, the last 5,000 test) the C-SVC of ``bench.bench_csvc_vs_libsvm`` (C = 10,
 gamma = 16) and SpSVM-2 with 1,000 basis functions of ``bench.bench_spsvm_cost`` (gamma = 4, lambda = 1/64);
 on ijcnn1 (49,990 rows, test on the 91,701 of ijcnn1.t) the C-SVC (C = 10, gamma = 1).  Each model's test
-rows are scored by ``decision_function`` with ``precision="float64"`` and ``"float32"``, alternating, 5 times
+rows, as dense rows and as CSR rows (their float32 dot products come from a GEMM and from the CSR loop),
+are scored by ``decision_function`` with ``precision="float64"`` and ``"float32"``, alternating, 5 times
 each: printed are both test errors, the predictions that differ, the largest |f32 - f64|, and the median
 wall and CPU seconds (``time.process_time``, all threads) of one scoring.
 
@@ -15,11 +16,13 @@ import os
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from bench.bench_csvc_vs_libsvm import DATASETS
 from bench.common import print_table
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
+from core.rows import to_dense
 from core.spsvm import fit_spsvm
 from core.svc import fit_csvc
 
@@ -50,7 +53,8 @@ def _scored(model, X, precision):
 def main():
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores\n")
     rows = []
-    for name, method, model, X, y in _models():
+    for (name, method, model, X, y), form in ((case, form) for case in _models() for form in ("dense", "CSR")):
+        X = to_dense(X) if form == "dense" else sp.csr_matrix(to_dense(X))
         times = {"float64": [], "float32": []}
         values = {}
         for _ in range(REPEATS):
@@ -61,10 +65,10 @@ def main():
         positive = model.classes[1]
         errors = [100 * np.mean((f > 0) != (y == positive)) for f in (f64, f32)]
         (w64, c64), (w32, c32) = (np.median(times[p], axis=0) for p in ("float64", "float32"))
-        rows.append([name, method, model.n_support, f"{errors[0]:.2f}", f"{errors[1]:.2f}",
+        rows.append([name, method, model.n_support, form, f"{errors[0]:.2f}", f"{errors[1]:.2f}",
                      int(np.sum((f64 > 0) != (f32 > 0))), f"{np.max(np.abs(f32 - f64)):.1e}",
                      f"{w64:.3f}", f"{c64:.3f}", f"{w32:.3f}", f"{c32:.3f}", f"{c64 / c32:.2f}"])
-    print_table(["data", "model", "SVs", "test err % f64", "test err % f32", "predictions differing",
+    print_table(["data", "model", "SVs", "rows", "test err % f64", "test err % f32", "predictions differing",
                  "max |f32 - f64|", "f64 wall s", "f64 cpu s", "f32 wall s", "f32 cpu s", "cpu f64 / f32"], rows)
 
 

@@ -44,10 +44,11 @@ _TILE_COLS = 256
 # rows: a one-column block (a slant step, 25,000 x 22 rows) took 0.17 ms in tiles of 128 rows, 0.09 ms whole
 _TILE_VALUES = 1 << 15
 _GRAM_TILE = 128  # side of a Gram matrix's square tiles
-# how the dot products x . z of dense rows are taken: "float64", or "float32", a float32 GEMM of the rows and Z
-# rounded to float32 (half the memory traffic, twice BLAS's rate; CSR rows keep their float64 loop).  Only
-# the dot products: the norms, -gamma ||x - z||^2 and exp stay float64, so an rbf value moves by about
-# gamma (|x|^2 + |z|^2) 1e-7 relative (the effect on trained models: ``bench/bench_precision.py``)
+# how the dot products x . z are taken: "float64", or "float32", the rows and Z rounded to float32 and summed
+# in float32 (half the memory traffic): a float32 GEMM for dense rows (twice BLAS's rate), float32 entries
+# and tiles in the CSR loop (on 1,000 x 54 tiles of 12-entry rows, 1.5 against 2.2-2.6 ns per value on one
+# thread).  Only the dot products: the norms, -gamma ||x - z||^2 and exp stay float64, so an rbf value
+# moves by about gamma (|x|^2 + |z|^2) 1e-7 relative (the effect on trained models: ``bench/bench_precision.py``)
 PRECISIONS = ("float64", "float32")
 # numba's pool only for blocks of at least this many operations (multiply-adds plus ~16 for the exp per
 # value), ~10 ms on one core: a pool thread that the scheduler has put aside costs the whole block a
@@ -132,8 +133,8 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False,
     given.  rbf values below exp(-708) ~ 3e-308 are returned as exp(-708).
     With Z the same object as X (a Gram matrix), only the tiles on and above
     the diagonal are computed and mirrored: half the work, and K exactly
-    symmetric.  ``precision="float32"`` takes the dot products of dense rows
-    from a float32 GEMM (see ``PRECISIONS``).
+    symmetric.  ``precision="float32"`` takes the dot products in float32
+    (see ``PRECISIONS``).
     """
     symmetric = Z is X and (z_sq_norms is None or z_sq_norms is x_sq_norms) and not transposed
     if symmetric:
@@ -178,8 +179,8 @@ def _fill(K, out_rows, out_start, X, Z, args, symmetric, transposed, precision):
         rows = cols = max(1, min(_GRAM_TILE, m, math.isqrt(_TILE_MACS // depth)))
     pooled = _worth_a_pool(n, m, depth, rows, cols)
     workers = numba.get_num_threads() if pooled else 1
-    Z_tiles, Z_tiles32 = _column_tiles(Z, cols, X, precision)
-    X, csr = _tile_inputs(X)
+    Z_tiles, Z_tiles32 = _column_tiles(Z, cols, precision)
+    X, csr = _tile_inputs(X, precision)
     (_tiles if pooled else _tiles_serial)(X, csr, Z_tiles, Z_tiles32, *args, rows, cols, symmetric, transposed,
                                           out_rows, out_start, workers, K)
 
@@ -203,8 +204,8 @@ def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="
     rows, cols = _tile_shape(m, depth)
     pooled = n > rows and _worth_a_pool(n, m, depth, rows, cols)  # the threads share out row tiles
     workers = numba.get_num_threads() if pooled else 1
-    Z_tiles, Z_tiles32 = _column_tiles(Z, cols, X, precision)
-    X, csr = _tile_inputs(X)
+    Z_tiles, Z_tiles32 = _column_tiles(Z, cols, precision)
+    X, csr = _tile_inputs(X, precision)
     (_tiles_times if pooled else _tiles_times_serial)(X, csr, Z_tiles, Z_tiles32, *args, rows, cols, coef,
                                                       workers, out)
     return out
@@ -241,30 +242,31 @@ def _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision):
     return X, to_dense(Z), (code, x_sq, z_sq, spec.gamma, spec.coef0, spec.degree)
 
 
-def _column_tiles(Z, cols, X, precision):
+def _column_tiles(Z, cols, precision):
     """The rows of the dense Z by column tiles of K, each tile's rows transposed: tile t, Z[t cols:(t + 1) cols].T
     of shape (p, w), is C-contiguous at offset p t cols of one flat array (``_z_tile`` reads it back).  A
     tile's GEMM then takes a plain (p, w) operand, on which OpenBLAS ran 1.3-2.7x faster than on the
     transposed Z[jlo:jhi].T for tiles of 6-128 rows (p = 22, 54, 300 features, w = 2-256 columns), and a
     CSR row's entries read contiguous rows of it.
 
-    Returns the tiles and, for ``precision="float32"`` with a dense X, the same tiles in float32 (else an
-    empty float32 array: the tile loops then take the float64 GEMM)."""
+    Returns the tiles and, for ``precision="float32"``, the same tiles in float32 (else an empty float32
+    array: the tile loops then take the dot products in float64)."""
     m, p = Z.shape
     flat = np.empty(m * p)
     for jlo in range(0, m, cols):
         jhi = min(jlo + cols, m)
         flat[p * jlo:p * jhi].reshape(p, jhi - jlo)[:] = Z[jlo:jhi].T
-    single = precision == "float32" and not is_sparse(X)
-    return flat, flat.astype(np.float32) if single else np.empty(0, np.float32)
+    return flat, flat.astype(np.float32) if precision == "float32" else np.empty(0, np.float32)
 
 
-def _tile_inputs(X):
+def _tile_inputs(X, precision):
     """(X, csr) as the tile loops take them: a dense X and empty CSR arrays, or an empty stand-in for X and
-    the (data, indices, indptr) of a CSR X (fixed argument types: each loop compiles once per kind)."""
+    the (data, indices, indptr, data32) of a CSR X, data32 its entries in float32 for ``precision="float32"``
+    (else empty; fixed argument types: each loop compiles once per kind)."""
     if is_sparse(X):
-        return np.empty((0, X.shape[1])), (X.data, X.indices, X.indptr)
-    return X, (np.empty(0), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32))
+        single = X.data.astype(np.float32) if precision == "float32" else np.empty(0, np.float32)
+        return np.empty((0, X.shape[1])), (X.data, X.indices, X.indptr, single)
+    return X, (np.empty(0), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32), np.empty(0, np.float32))
 
 
 def _depth(X):
@@ -364,14 +366,14 @@ def _norms(X, given, label):
 def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, transposed,
            out_rows, out_start, workers, K):
     """Fill K tile by tile on ``workers`` threads, X dense (``csr`` holding empty arrays) or ``csr`` = (data,
-    indices, indptr) of a CSR X (X an empty stand-in of the same width); ``Z_tiles`` and ``Z_tiles32`` from
-    ``_column_tiles``.
+    indices, indptr, data32) of a CSR X (X an empty stand-in of the same width; ``_tile_inputs``);
+    ``Z_tiles`` and ``Z_tiles32`` from ``_column_tiles``.
     A dense tile's dot products come from one GEMM.  ``symmetric`` (Z is X, square tiles): the tiles above
     the diagonal also fill their mirror.  ``transposed``: K holds K(Z, X), each tile put in transposed, the
     values of z_j in ``K[out_rows[j], out_start:out_start + n]``."""
     n, m = x_sq.shape[0], z_sq.shape[0]
     p = X.shape[1]
-    data, indices, indptr = csr
+    indptr = csr[2]
     n_col_tiles = (m + cols - 1) // cols
     n_tiles = ((n + rows - 1) // rows) * n_col_tiles
     next_tile = np.zeros(1, dtype=np.int64)
@@ -388,10 +390,7 @@ def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, r
                     K[lo:hi] = _dense_dots(X, lo, hi, Zj, Zj32)
                 finish_tile(code, K[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
             elif not symmetric or jlo >= lo:  # below the diagonal, a symmetric K is the mirror
-                if indptr.shape[0]:
-                    dots = _csr_dots(data, indices, indptr, Zj, lo, hi)
-                else:
-                    dots = _dense_dots(X, lo, hi, Zj, Zj32)
+                dots = _tile_dots(X, csr, lo, hi, Zj, Zj32)
                 finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
                 if transposed:
                     _put_transposed(dots, K, out_rows[jlo:jhi], out_start + lo)
@@ -422,6 +421,18 @@ def _z_tile(Z_tiles, p, jlo, jhi):
 
 
 @numba.njit(**NJIT)
+def _tile_dots(X, csr, lo, hi, Zj, Zj32):
+    """The dot products of rows lo..hi-1 of X (dense, or CSR as ``csr`` holds it) with the columns of the tile
+    Zj, a new float64 (hi - lo, w) tile; in float32 when ``Zj32`` (Zj in float32) is not empty."""
+    data, indices, indptr, data32 = csr
+    if not indptr.shape[0]:
+        return _dense_dots(X, lo, hi, Zj, Zj32)
+    if Zj32.size:
+        return _csr_dots(data32, indices, indptr, Zj32, lo, hi).astype(np.float64)
+    return _csr_dots(data, indices, indptr, Zj, lo, hi)
+
+
+@numba.njit(**NJIT)
 def _dense_dots(X, lo, hi, Zj, Zj32):
     """The dot products of dense rows lo..hi-1 of X with the columns of the (p, w) tile Zj, a new float64 tile,
     from one GEMM: a float32 GEMM of the rows rounded to float32 when ``Zj32`` (Zj in float32) is not empty.  A
@@ -443,15 +454,16 @@ def _dense_dots(X, lo, hi, Zj, Zj32):
 
 @numba.njit(**NJIT)
 def _csr_dots(data, indices, indptr, Zj, lo, hi):
-    """The dot products of CSR rows lo..hi-1 with the columns of the (p, w) tile Zj, a new (hi - lo, w) tile.
+    """The dot products of CSR rows lo..hi-1 with the columns of the (p, w) tile Zj, a new (hi - lo, w) tile of
+    Zj's dtype (the entries ``data`` of the same: float64, or float32 summed in float32).
     A single column (the slant path's steps) sums in a register: a one-column kernel_block of 261,455 rows of
     12 entries took 5.0-5.1 against 9.1-10.7 ms, with the same sums in the same order."""
     w = Zj.shape[1]
-    dots = np.zeros((hi - lo, w))
+    dots = np.zeros((hi - lo, w), Zj.dtype)
     if w == 1:
         column = Zj[:, 0]
         for i in range(hi - lo):
-            total = 0.0
+            total = dots[i, 0]  # 0 of the tile's dtype
             for q in range(indptr[lo + i], indptr[lo + i + 1]):
                 total += data[q] * column[indices[q]]
             dots[i, 0] = total
@@ -469,11 +481,10 @@ def _csr_dots(data, indices, indptr, Zj, lo, hi):
 @numba.njit(**NJIT_PARALLEL)
 def _tiles_times(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, workers, out):
     """out += K(X, Z) @ coef, a row tile at a time (its column tiles in turn) on each of ``workers`` threads.
-    Either X is dense and ``csr`` holds empty arrays, or ``csr`` = (data, indices, indptr) of a CSR X (X
-    then an empty stand-in of the same width); ``Z_tiles`` and ``Z_tiles32`` from ``_column_tiles``."""
+    Either X is dense and ``csr`` holds empty arrays, or ``csr`` = (data, indices, indptr, data32) of a CSR X
+    (X then an empty stand-in of the same width); ``Z_tiles`` and ``Z_tiles32`` from ``_column_tiles``."""
     n, m = out.shape[0], coef.shape[0]
     p = X.shape[1]
-    data, indices, indptr = csr
     n_tiles = (n + rows - 1) // rows
     next_tile = np.zeros(1, dtype=np.int64)
     for _ in numba.prange(workers):  # each thread takes the next free tile until none is left
@@ -483,10 +494,7 @@ def _tiles_times(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, deg
             for jlo in range(0, m, cols):
                 jhi = min(jlo + cols, m)
                 Zj, Zj32 = _z_tile(Z_tiles, p, jlo, jhi), _z_tile(Z_tiles32, p, jlo, jhi)
-                if indptr.shape[0]:
-                    dots = _csr_dots(data, indices, indptr, Zj, lo, hi)
-                else:
-                    dots = _dense_dots(X, lo, hi, Zj, Zj32)
+                dots = _tile_dots(X, csr, lo, hi, Zj, Zj32)
                 finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
                 _add_tile_times(dots, coef[jlo:jhi], out[lo:hi])
             t = fetch_add(next_tile, 1)

@@ -124,10 +124,10 @@ class _BSVMParams(_ProbabilisticClassifierParams, HasSeed):
                              "the new stage resumes from the driver's model, with 'executor' the fit starts over; "
                              "0 = never (integer >= 0)", TypeConverters.toInt)
     predictionPrecision = Param(Params._dummy(), "predictionPrecision", "how transform computes the dot products "
-                                "of dense feature vectors with the support vectors: 'float64', or 'float32' (a "
-                                "float32 GEMM: 1.2-1.4x less CPU, decision values moved by up to 1e-3 on "
-                                "covtype-20k with predictions unchanged, bench/bench_precision.py; sparse vectors "
-                                "stay float64); training is always float64", TypeConverters.toString)
+                                "of the feature vectors with the support vectors: 'float64', or 'float32' (summed "
+                                "in float32: less CPU, decision values moved by up to 1e-3 on covtype-20k with "
+                                "predictions unchanged, bench/bench_precision.py); training is always float64",
+                                TypeConverters.toString)
 
     RULES = {"threshold": finite, "calibrationFraction": in_range(0.0, 0.5, closed_high=False),
              "numPartitions": at_least(1), "seed": at_least(0), "coordinatorMode": one_of(MODES),

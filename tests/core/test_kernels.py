@@ -124,8 +124,8 @@ def test_kernel_rows_into_names_a_store_that_cannot_take_the_rows(problem, messa
 @pytest.mark.parametrize("shape", [(1, 9, 5), (9, 1, 5), (300, 30, 12), (20, 300, 6), (700, 300, 54)], ids=str)
 def test_float32_precision_rounds_only_the_dot_products(monkeypatch, spec, shape):
     """precision="float32": the naive kernel of the rows rounded to float32, with float64 norms (to ~1e-6 of it,
-    the float32 sums' rounding), the same bits on the pool, transposed, and for one row alone; CSR rows keep
-    their exact float64 loop."""
+    the float32 sums' rounding), the same bits on the pool, transposed, and for one row alone; CSR rows the
+    same (their entries summed in float32 in their own loop)."""
     import core.kernels
 
     X, Z = _pairs(*shape, "dense", "dense")
@@ -144,10 +144,16 @@ def test_float32_precision_rounds_only_the_dot_products(monkeypatch, spec, shape
     assert_allclose(kernel_times(X, Z, spec, coef, precision="float32"), K @ coef, rtol=1e-12, atol=1e-12)
     assert_array_equal(kernel_block(X, Z, spec, precision="float32", transposed=True), K.T)
     assert_array_equal(kernel_block(X[:1], Z, spec, precision="float32")[0], K[0])
+    S = sp.csr_matrix(X)
+    K_csr = kernel_block(S, Z, spec, precision="float32")
+    assert_allclose(K_csr, expected, rtol=0, atol=2e-6)
+    assert not np.array_equal(K_csr, kernel_block(S, Z, spec)) or shape[2] < 6
+    assert_allclose(kernel_times(S, Z, spec, coef, precision="float32"), K_csr @ coef, rtol=1e-12, atol=1e-12)
+    assert_array_equal(kernel_block(S, Z, spec, precision="float32", transposed=True), K_csr.T)
+    assert_array_equal(kernel_block(S[:1], Z, spec, precision="float32")[0], K_csr[0])
     monkeypatch.setattr(core.kernels, "_PARALLEL_MIN_OPS", 0)
     assert_array_equal(kernel_block(X, Z, spec, precision="float32"), K)
-    S = sp.csr_matrix(X)
-    assert_array_equal(kernel_block(S, Z, spec, precision="float32"), kernel_block(S, Z, spec))
+    assert_array_equal(kernel_block(S, Z, spec, precision="float32"), K_csr)
 
 
 def test_an_unknown_precision_is_named():
