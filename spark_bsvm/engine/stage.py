@@ -170,7 +170,7 @@ class TrainingData:
         if shared_checks is None:
             summary, self.frame = _checked_frame(df, columns, tasks)
         else:  # the key's DataFrame is kept with the result: its id names no other DataFrame meanwhile
-            _, summary, self.frame = shared_checks.once((id(df), columns, tasks),
+            _, summary, self.frame = shared_checks.once(("checks", id(df), columns, tasks),
                                                         lambda: (df, *_checked_frame(df, columns, tasks)))
         self.classes, self.n_examples, self.n_features = summary.classes, summary.n_rows, summary.n_features
         self.scale_gamma, self.n_partitions = summary.scale_gamma, _task_count(summary, tasks)

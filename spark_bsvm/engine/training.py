@@ -45,8 +45,8 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
     The keyword arguments up to ``check_data``, ``validation_col`` and ``shared_checks`` are
     ``stage.TrainingData``'s; ``description`` names the fit in the Spark UI; ``stage_restarts`` bounds how
     many times the training stage starts again after Spark aborted it (driver mode: the fit resumes;
-    executor mode: it starts over); ``fault_injection`` is ``stage.TaskSpec``'s test hook (in the executor mode it kills the Python
-    worker of the coordinating task)."""
+    executor mode: it starts over); ``fault_injection`` is ``stage.TaskSpec``'s test hook (in the executor
+    mode it kills the Python worker of the coordinating task)."""
     if resolve_mode(df.sparkSession, mode) == "driver":
         with SparkEngine(df, features_col, label_col, weight_col, num_partitions, check_data,
                          fault_injection=fault_injection, description=description,

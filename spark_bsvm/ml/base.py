@@ -205,8 +205,8 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         if shared_checks is None:
             dataset, holdout, validation_col = self._training_rows(dataset)
         else:  # the same DataFrames for every param map with the same row params: their checks are shared
-            rows_key = tuple(self.getOrDefault(name) if self.hasParam(name) and self.isDefined(name) else None
-                             for name in _ROW_PARAMS)
+            rows_key = ("rows",) + tuple(self.getOrDefault(name) if self.hasParam(name) and self.isDefined(name)
+                                         else None for name in _ROW_PARAMS)
             dataset, holdout, validation_col = shared_checks.once(rows_key, lambda: self._training_rows(dataset))
         function, arguments = self.core.function, dict(self.core_arguments(), **inputs)
         settings = self._grid_settings()
