@@ -1,15 +1,17 @@
-"""pyspark.ml's tuners over a spark-bsvm estimator: the data's checks once per fold, against once per fit.
+"""pyspark.ml's tuners over a spark-bsvm estimator: the data's checks and one training stage per fold, against
+one of each per fit.
 
 ``CrossValidator`` and ``TrainValidationSplit`` fit their estimator once per param map through
 ``fitMultiple``.  The estimators' own ``fitMultiple`` runs the data's checks (a Spark job before each
-training stage) once for the param maps that leave the data's params alone; pyspark's default
+training stage) once for the param maps that leave the data's params alone, and trains them in one stage
+where their stages would take every task slot (``numPartitions`` unset, as here); pyspark's default
 (``Estimator.fitMultiple``, kept here by a subclass that calls it) fits each param map on its own, checks
-included.  Both tuners, C-SVC (gamma = 0.5, C in a 4-point grid) on ``make_rings`` rows (cached and counted
+and stage included.  Both tuners, C-SVC (gamma = 0.5, C in a 4-point grid) on ``make_rings`` rows (cached and counted
 first), parallelism 1, ``local[2]``, after a warm-up ``CrossValidator`` each way; the two ways alternate
 (A B A B ...).
 
-Printed per run: the tuner, the way, the data's check runs and their wall seconds, the tuner's wall
-seconds, CPU seconds of this process and its children (the JVM, which in local mode is driver and
+Printed per run: the tuner, the way, the data's check runs and their wall seconds, the training stages,
+the tuner's wall seconds, CPU seconds of this process and its children (the JVM, which in local mode is driver and
 executor, and the Python workers: ``bench.common.tree_cpu_seconds``), and the chosen C; then per tuner
 the medians and the ratio of the wall times (shared / per fit), with the range of the pairs' own ratios.
 
@@ -33,7 +35,8 @@ FOLDS = 3
 
 
 class CheckedPerFit(CSVC):
-    """C-SVC with pyspark.ml's default ``fitMultiple``: every param map's fit checks its data."""
+    """C-SVC with pyspark.ml's default ``fitMultiple``: every param map's fit checks its data in a stage of its
+    own."""
 
     def fitMultiple(self, dataset, paramMaps):
         return Estimator.fitMultiple(self, dataset, paramMaps)
@@ -49,6 +52,20 @@ def tuner(name, estimator):
                               evaluator=BinaryClassificationEvaluator())
     return TrainValidationSplit(estimator=estimator, estimatorParamMaps=grid, trainRatio=0.75, seed=1,
                                 evaluator=BinaryClassificationEvaluator())
+
+
+def counting_stages():
+    """A list that grows by one at each training stage (``stage.TrainingData.run_stage`` wrapped)."""
+    from spark_bsvm.engine import stage
+
+    runs, run_stage = [], stage.TrainingData.run_stage
+
+    def counted(self, *args):
+        runs.append(1)
+        return run_stage(self, *args)
+
+    stage.TrainingData.run_stage = counted
+    return runs
 
 
 def timing_checks():
@@ -81,8 +98,8 @@ def main():
     spark = local_spark("bench_fit_multiple", SLOTS, "2g")
     try:
         df = rings_df(spark, n_rows)
-        checks = timing_checks()
-        ways = [("shared checks", CSVC(gamma=0.5)), ("checks per fit", CheckedPerFit(gamma=0.5))]
+        checks, stages = timing_checks(), counting_stages()
+        ways = [("shared", CSVC(gamma=0.5)), ("per fit", CheckedPerFit(gamma=0.5))]
         for _, estimator in ways:  # warm-up: the Python workers, the imports, numba's cached code, the JVM's
             tuner("CrossValidator", estimator).fit(df)
         rows, summary = [], []
@@ -90,12 +107,12 @@ def main():
             times = {way: [] for way, _ in ways}
             for _ in range(repeats):
                 for way, estimator in ways:
-                    del checks[:]
+                    del checks[:], stages[:]
                     cpu = tree_cpu_seconds()
                     model, wall, _ = timed(lambda: tuner(name, estimator).fit(df))
                     cpu = tree_cpu_seconds() - cpu
                     times[way].append((wall, cpu))
-                    rows.append([name, way, len(checks), f"{sum(checks):.2f}", f"{wall:.2f}", f"{cpu:.2f}",
+                    rows.append([name, way, len(checks), f"{sum(checks):.2f}", len(stages), f"{wall:.2f}", f"{cpu:.2f}",
                                  model.bestModel.getOrDefault("C")])
             shared, per_fit = (np.array(times[way]) for way, _ in ways)
             pairs = shared[:, 0] / per_fit[:, 0]
@@ -103,7 +120,7 @@ def main():
                             f"{np.median(per_fit[:, 0]):.2f}", f"{np.median(per_fit[:, 1]):.2f}",
                             f"{np.median(shared[:, 0]) / np.median(per_fit[:, 0]):.2f}",
                             f"{pairs.min():.2f}-{pairs.max():.2f}"])
-        print_table(["tuner", "way", "check runs", "checks s", "wall s", "cpu s", "chosen C"], rows)
+        print_table(["tuner", "way", "check runs", "checks s", "stages", "wall s", "cpu s", "chosen C"], rows)
         print(f"\nmedians of {repeats} runs each way")
         print_table(["tuner", "shared wall s", "shared cpu s", "per fit wall s", "per fit cpu s",
                      "wall ratio", "pairs' ratios"], summary)

@@ -6,7 +6,8 @@ Spark job of their own (``blocks.check_training_data``: 0.11-0.42 s on cached fr
 here, of a C-SVC fit's ~1 s; 0.46-0.60 s on ijcnn1's 49,990 rows); the estimators' ``fitMultiple`` runs
 them once for the param maps that leave the data's params alone (the columns, the weights, the
 calibration and validation rows, the partitions), and the fits of the other param maps share theirs in
-the same way (``bench/bench_fit_multiple.py``).
+the same way (``bench/bench_fit_multiple.py``).  ``SharedChecks`` also holds what else those fits share
+once: the rows they derive, and the models of a training stage they share (``spark_bsvm.ml.base``).
 """
 
 import threading

@@ -48,13 +48,12 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
     executor mode: it starts over); ``fault_injection`` is ``stage.TaskSpec``'s test hook (in the executor
     mode it kills the Python worker of the coordinating task)."""
     if resolve_mode(df.sparkSession, mode) == "driver":
-        with SparkEngine(df, features_col, label_col, weight_col, num_partitions, check_data,
-                         fault_injection=fault_injection, description=description,
-                         stage_restarts=stage_restarts, validation_col=validation_col,
-                         shared_checks=shared_checks) as engine:
-            model = function(engine, **arguments)
-            warn_if_one_class(engine, model)
-            return model
+        (model,) = train_in_turn(df, [(function, arguments)], features_col=features_col, label_col=label_col,
+                                 weight_col=weight_col, num_partitions=num_partitions, check_data=check_data,
+                                 description=description, fault_injection=fault_injection,
+                                 stage_restarts=stage_restarts, validation_col=validation_col,
+                                 shared_checks=shared_checks)
+        return model
     data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description,
                         validation_col, shared_checks)
     spec = data.task_spec(secrets.token_hex(32), fit=HostedFit(function, arguments), fault_injection=fault_injection)
@@ -64,3 +63,20 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
     for message in hosted["warnings"]:
         log.warning("%s", message)
     return KernelExpansion.from_bytes(bytes(hosted["model"]))
+
+
+def train_in_turn(df, calls, *, features_col="features", label_col="label", weight_col=None, num_partitions=None,
+                  check_data=None, description="spark-bsvm fit", fault_injection=None,
+                  stage_restarts=STAGE_RESTARTS, validation_col=None, shared_checks=None):
+    """The models of ``calls``, [(function, arguments), ...], fitted one after another in one training stage
+    coordinated by the driver: each the model ``train`` gives alone, since a core function's first round
+    builds the partitions' state afresh (as ``core.grid.fit_grid``'s settings do).  One stage's start and
+    end for all of them: the rows reach the tasks once.  The keyword arguments are ``train``'s."""
+    with SparkEngine(df, features_col, label_col, weight_col, num_partitions, check_data,
+                     fault_injection=fault_injection, description=description, stage_restarts=stage_restarts,
+                     validation_col=validation_col, shared_checks=shared_checks) as engine:
+        models = []
+        for function, arguments in calls:
+            models.append(function(engine, **arguments))
+            warn_if_one_class(engine, models[-1])
+        return models

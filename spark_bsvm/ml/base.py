@@ -18,7 +18,8 @@ function's keyword arguments.  Everything else is here, once:
               its training summary (``model.summary``) on the DataFrame given to fit
 
     fitMultiple (pyspark.ml's tuners): ``_fit`` per param map, the fits sharing the rows they derive and
-           the data's checks wherever their params leave those alone (``spark_bsvm.engine.shared_checks``)
+           the data's checks wherever their params leave those alone (``spark_bsvm.engine.shared_checks``),
+           and one training stage where their stages would take every task slot (``_SharedStages``)
 """
 
 import functools
@@ -36,7 +37,8 @@ from core.grid import fit_grid
 from core.kernels import KernelSpec
 from spark_bsvm.engine.blocks import check_schema, check_validation_column
 from spark_bsvm.engine.shared_checks import SharedChecks
-from spark_bsvm.engine.training import train
+from spark_bsvm.engine.session import executor_slots
+from spark_bsvm.engine.training import resolve_mode, train, train_in_turn
 from spark_bsvm.ml.params import GRID_PARAMS, _KernelParams, _ValidationParams, check_params
 from spark_bsvm.ml.summary import setting_params
 
@@ -53,6 +55,22 @@ class CoreCall:
 
     function: Callable
     arguments: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _FitPlan:
+    """One fit up to its training stage: the DataFrame given to fit (``training``, the model's summary reads
+    it), the rows to train on, the calibration rows (or None), the core call (function, keyword arguments),
+    the grid's settings (or None), the checks of saved models against the data, and ``train``'s other keyword
+    arguments but the coordinator mode."""
+
+    training: object
+    rows: object
+    holdout: object
+    call: tuple
+    settings: object
+    check_data: Callable
+    options: dict
 
 
 class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultParamsWritable):
@@ -173,13 +191,11 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         """A model for each param map, as ``fit(dataset, paramMap)`` gives it, from a thread-safe iterator of
         (index, model) (pyspark.ml's tuners call this; their ``parallelism`` fits side by side).  The fits of
         the param maps that leave the data's params alone (the columns, ``_ROW_PARAMS``, ``numPartitions``)
-        share one run of the data's checks (``spark_bsvm.engine.shared_checks``)."""
-        estimator, shared_checks = self.copy(), SharedChecks()
-
-        def fit_one(index):
-            return estimator.copy(paramMaps[index])._fit(dataset, shared_checks)
-
-        return _FitMultipleIterator(fit_one, len(paramMaps))
+        share one run of the data's checks (``spark_bsvm.engine.shared_checks``), and, where their stage would
+        take every task slot anyway, one training stage (``_SharedStages``)."""
+        estimator = self.copy()
+        stages = _SharedStages(dataset, [estimator.copy(param_map) for param_map in paramMaps])
+        return _FitMultipleIterator(stages.model, len(paramMaps))
 
     def _training_rows(self, dataset):
         """(the rows to train on, the calibration rows or None, the column marking the validation rows or
@@ -194,36 +210,54 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         dataset, validation_col = self._validation_col(dataset)
         return dataset, holdout, validation_col
 
-    def _fit(self, dataset, shared_checks=None):
+    def _row_key(self):
+        """The values of ``_ROW_PARAMS``: fits of equal keys train on the same rows."""
+        return tuple(self.getOrDefault(name) if self.hasParam(name) and self.isDefined(name) else None
+                     for name in _ROW_PARAMS)
+
+    def _stage_key(self):
+        """What a fit's training stage depends on besides its core call: fits of equal keys can share one."""
+        return self._row_key() + (self.getFeaturesCol(), self.getLabelCol(), self.getNumPartitions(),
+                                  self.getCoordinatorMode(), self.getMaxStageRestarts())
+
+    def _plan(self, dataset, shared_checks=None):
+        """The fit of ``dataset`` up to its training stage (``_FitPlan``): the params checked, the saved models
+        read, the rows derived (once per row key with ``shared_checks``)."""
         self._check()
         # the columns first: reading a saved model below runs Spark jobs
         check_schema(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col())
         if isinstance(self, _ValidationParams) and self.getValidationIndicatorCol():
             check_validation_column(dataset, self.getValidationIndicatorCol())
         inputs = self._driver_inputs()
-        training = dataset
         if shared_checks is None:
-            dataset, holdout, validation_col = self._training_rows(dataset)
+            rows, holdout, validation_col = self._training_rows(dataset)
         else:  # the same DataFrames for every param map with the same row params: their checks are shared
-            rows_key = ("rows",) + tuple(self.getOrDefault(name) if self.hasParam(name) and self.isDefined(name)
-                                         else None for name in _ROW_PARAMS)
-            dataset, holdout, validation_col = shared_checks.once(rows_key, lambda: self._training_rows(dataset))
+            rows, holdout, validation_col = shared_checks.once(("rows",) + self._row_key(),
+                                                               lambda: self._training_rows(dataset))
         function, arguments = self.core.function, dict(self.core_arguments(), **inputs)
         settings = self._grid_settings()
         if settings is not None:  # every setting in this one training stage
             arguments = dict({k: v for k, v in arguments.items() if k not in settings[0]}, function=function,
                              settings=settings)
             function = fit_grid
-        expansion = train(dataset, function, arguments,
-                          features_col=self.getFeaturesCol(), label_col=self.getLabelCol(),
-                          weight_col=self._weight_col(), num_partitions=self.getNumPartitions(),
-                          mode=self.getCoordinatorMode(), check_data=functools.partial(self._check_data, inputs),
-                          description=f"spark-bsvm {type(self).__name__} fit", validation_col=validation_col,
-                          stage_restarts=self.getMaxStageRestarts(), shared_checks=shared_checks)
+        options = dict(features_col=self.getFeaturesCol(), label_col=self.getLabelCol(),
+                       weight_col=self._weight_col(), num_partitions=self.getNumPartitions(),
+                       description=f"spark-bsvm {type(self).__name__} fit", validation_col=validation_col,
+                       stage_restarts=self.getMaxStageRestarts())
+        return _FitPlan(dataset, rows, holdout, (function, arguments), settings,
+                        functools.partial(self._check_data, inputs), options)
+
+    def _fit(self, dataset, shared_checks=None):
+        plan = self._plan(dataset, shared_checks)
+        return self._model(plan, train(plan.rows, *plan.call, mode=self.getCoordinatorMode(),
+                                       check_data=plan.check_data, shared_checks=shared_checks, **plan.options))
+
+    def _model(self, plan, expansion):
+        """The fitted model of ``plan`` (``_plan``) from its trained ``expansion``."""
         # the summary names params as the user set them; core's own names stay beside them
         expansion.metadata["coreParams"] = expansion.metadata.get("params", {})
         expansion.metadata["params"] = self._spark_values()
-        chosen = self._chosen_setting(expansion) if settings is not None else {}
+        chosen = self._chosen_setting(expansion) if plan.settings is not None else {}
         expansion.metadata["params"].update(chosen)
         model = self.model_class(expansion)
         model._resetUid(self.uid)  # as MLlib's models and xgboost.spark's
@@ -232,7 +266,46 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
             trained = expansion.kernel
             model._set(kernel=trained.name, gamma=trained.gamma, degree=trained.degree, coef0=trained.coef0)
         model._set(**chosen)
-        if holdout is not None:
-            model.calibrate(holdout)
-        model._set_training_summary(training)
+        if plan.holdout is not None:
+            model.calibrate(plan.holdout)
+        model._set_training_summary(plan.training)
         return model
+
+
+class _SharedStages:
+    """The fits of one ``fitMultiple`` call.  Param maps of equal ``_stage_key`` share the data's checks; where
+    the driver coordinates and their stage takes every task slot anyway (``numPartitions`` unset or all the
+    slots: such fits could not run side by side), they also train in one stage, one after another
+    (``engine.training.train_in_turn``), each model the one its own fit gives.  A group whose shared stage
+    fails fits its param maps one by one, each failing (or not) on its own."""
+
+    def __init__(self, dataset, estimators):
+        self.dataset, self.estimators, self.shared_checks = dataset, estimators, SharedChecks()
+        spark, groups = dataset.sparkSession, {}
+        coordinated = [index for index, estimator in enumerate(estimators)
+                       if resolve_mode(spark, estimator.getCoordinatorMode()) == "driver"]
+        slots = executor_slots(spark) if coordinated else 0
+        for index in coordinated:
+            if (estimators[index].getNumPartitions() or slots) >= slots:
+                groups.setdefault(estimators[index]._stage_key(), []).append(index)
+        self.groups = {index: tuple(group) for group in groups.values() if len(group) > 1 for index in group}
+
+    def model(self, index):
+        """The model of param map ``index``."""
+        group = self.groups.get(index)
+        if group is not None:
+            trained = self.shared_checks.once(("stage", group), lambda: self._in_one_stage(group))
+            if trained is not None:
+                return self.estimators[index]._model(*trained[index])
+        return self.estimators[index]._fit(self.dataset, self.shared_checks)
+
+    def _in_one_stage(self, group):
+        """{index: (plan, expansion)} of the param maps ``group``, trained in one stage; None when that failed."""
+        try:
+            plans = [self.estimators[index]._plan(self.dataset, self.shared_checks) for index in group]
+            expansions = train_in_turn(plans[0].rows, [plan.call for plan in plans],
+                                       check_data=lambda *data: [plan.check_data(*data) for plan in plans],
+                                       shared_checks=self.shared_checks, **plans[0].options)
+        except Exception:  # noqa: BLE001 -- each param map then fits alone and reports its own error
+            return None
+        return dict(zip(group, zip(plans, expansions)))

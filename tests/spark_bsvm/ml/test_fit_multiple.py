@@ -1,5 +1,5 @@
 """fitMultiple (pyspark.ml's tuners): the models of separate fits, with the data's checks run once for the
-param maps that leave the rows alone."""
+param maps that leave the rows alone, and one training stage for them where their fits take every slot."""
 
 import numpy as np
 import pytest
@@ -31,6 +31,20 @@ def checks(monkeypatch):
     return runs
 
 
+@pytest.fixture
+def stages(monkeypatch):
+    """A list that grows by one at each training stage a fit runs."""
+    runs = []
+    run_stage = stage.TrainingData.run_stage
+
+    def counted(self, *args):
+        runs.append(self.n_examples)
+        return run_stage(self, *args)
+
+    monkeypatch.setattr(stage.TrainingData, "run_stage", counted)
+    return runs
+
+
 def fitted_one_by_one(estimator, df, param_maps):
     return [estimator.fit(df, param_map) for param_map in param_maps]
 
@@ -44,27 +58,39 @@ def assert_same_models(models, expected):
         assert model.trainingSummary["params"] == one.trainingSummary["params"]
 
 
-def test_param_maps_of_the_model_params_share_one_run_of_the_checks(train, checks):
-    estimator = CSVC(gamma=0.5, numPartitions=2)
+def test_param_maps_of_the_model_params_share_the_checks_and_one_training_stage(train, checks, stages):
+    estimator = CSVC(gamma=0.5, numPartitions=2)  # every slot of local[2, 3]: its fits run one at a time anyway
     param_maps = [{estimator.C: C} for C in (0.1, 1.0, 10.0)]
     expected = fitted_one_by_one(estimator, train[2], param_maps)
-    assert len(checks) == 3
+    assert len(checks) == len(stages) == 3
     models = estimator.fit(train[2], param_maps)  # pyspark's list form: fitMultiple
-    assert len(checks) == 4
+    assert len(checks) == len(stages) == 4
     assert_same_models(models, expected)
     assert [m.getC() for m in models] == [0.1, 1.0, 10.0]
 
 
-def test_param_maps_that_choose_other_rows_get_checks_of_their_own(spark, checks):
+def test_param_maps_that_choose_other_rows_get_checks_and_stages_of_their_own(spark, checks, stages):
     X, labels, _ = rings_frame(spark, 300, seed=24)
     df = to_df(spark, X, labels, weights=np.where(labels > 0, 2.0, 0.5))
     estimator = CSVC(gamma=0.5, numPartitions=2, seed=5)
     param_maps = [{estimator.C: 1.0}, {estimator.weightCol: "weight"}, {estimator.C: 10.0},
                   {estimator.weightCol: "weight", estimator.C: 10.0}, {estimator.calibrationFraction: 0.2}]
     expected = fitted_one_by_one(estimator, df, param_maps)
-    del checks[:]
+    del checks[:], stages[:]
     assert_same_models(estimator.fit(df, param_maps), expected)
-    assert len(checks) == 3  # unweighted, weighted, unweighted less the calibration rows
+    assert len(checks) == len(stages) == 3  # unweighted, weighted, unweighted less the calibration rows
+
+
+def test_a_param_map_that_fails_leaves_the_others_fitting_alone(train, stages):
+    estimator = CSVC(gamma=0.5, numPartitions=2)
+    expected = estimator.fit(train[2], {estimator.C: 2.0})
+    models = estimator.fitMultiple(train[2], [{estimator.C: 2.0}, {estimator.C: -1.0}])
+    del stages[:]
+    index, model = next(models)  # the shared stage could not start: this param map fits alone
+    assert index == 0 and len(stages) == 1
+    assert_same_models([model], [expected])
+    with pytest.raises(ValueError, match="C must be"):
+        next(models)
 
 
 def test_bad_data_fails_each_param_map_with_the_checks_error(spark):
@@ -80,7 +106,7 @@ def test_bad_data_fails_each_param_map_with_the_checks_error(spark):
             next(models)
 
 
-def test_cross_validator_checks_each_fold_once(train, checks):
+def test_cross_validator_checks_each_fold_once(train, checks, stages):
     from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
 
     estimator = CSVC(gamma=0.5, numPartitions=1)  # one slot each: the two param maps fit side by side
@@ -88,4 +114,5 @@ def test_cross_validator_checks_each_fold_once(train, checks):
     cv = CrossValidator(estimator=estimator, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator(),
                         numFolds=2, parallelism=2, seed=1).fit(train[2])
     assert len(checks) == 2 + 1  # a fold's three fits share its checks; the best setting's refit has its own
+    assert len(stages) == 2 * 3 + 1  # one slot each: the stages run side by side, not in one
     assert len(cv.avgMetrics) == 3 and min(cv.avgMetrics) > 0.8
