@@ -284,7 +284,7 @@ class _SharedStages:
         spark, groups = dataset.sparkSession, {}
         coordinated = [index for index, estimator in enumerate(estimators)
                        if resolve_mode(spark, estimator.getCoordinatorMode()) == "driver"]
-        slots = executor_slots(spark) if coordinated else 0
+        slots = executor_slots(spark) if len(coordinated) > 1 else 0  # one fit alone shares nothing
         for index in coordinated:
             if (estimators[index].getNumPartitions() or slots) >= slots:
                 groups.setdefault(estimators[index]._stage_key(), []).append(index)
