@@ -46,7 +46,7 @@ _TILE_VALUES = 1 << 15
 _GRAM_TILE = 128  # side of a Gram matrix's square tiles
 # how the dot products x . z are taken: "float64", or "float32", the rows and Z rounded to float32 and summed
 # in float32 (half the memory traffic): a float32 GEMM for dense rows (twice BLAS's rate), float32 entries
-# and tiles in the CSR loop (on 1,000 x 54 tiles of 12-entry rows, 1.5 against 2.2-2.6 ns per value on one
+# and tiles in the CSR loop (on 1,000 x 54 tiles of 12-entry rows, 1.2-1.4 against 1.8 ns per value on one
 # thread).  Only the dot products: the norms, -gamma ||x - z||^2 and exp stay float64, so an rbf value
 # moves by about gamma (|x|^2 + |z|^2) 1e-7 relative (the effect on trained models: ``bench/bench_precision.py``)
 PRECISIONS = ("float64", "float32")
