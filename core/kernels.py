@@ -44,11 +44,13 @@ _TILE_COLS = 256
 # rows: a one-column block (a slant step, 25,000 x 22 rows) took 0.17 ms in tiles of 128 rows, 0.09 ms whole
 _TILE_VALUES = 1 << 15
 _GRAM_TILE = 128  # side of a Gram matrix's square tiles
-# how the dot products x . z are taken: "float64", or "float32", the rows and Z rounded to float32 and summed
-# in float32 (half the memory traffic): a float32 GEMM for dense rows (twice BLAS's rate), float32 entries
-# and tiles in the CSR loop (on 1,000 x 54 tiles of 12-entry rows, 1.2-1.4 against 1.8 ns per value on one
-# thread).  Only the dot products: the norms, -gamma ||x - z||^2 and exp stay float64, so an rbf value
-# moves by about gamma (|x|^2 + |z|^2) 1e-7 relative (the effect on trained models: ``bench/bench_precision.py``)
+# how kernel values are computed: "float64", or "float32", the rows and Z rounded to float32 and their dot
+# products summed in float32 (half the memory traffic): a float32 GEMM for dense rows (twice BLAS's rate),
+# float32 entries and tiles in the CSR loop (on 1,000 x 54 tiles of 12-entry rows, 1.2-1.4 against 1.8 ns
+# per value on one thread).  rbf then takes -gamma ||x - z||^2 and exp in float32 as well (``_exp32``, twice
+# the vector lanes and half the polynomial: 0.6 against 1.7 ns per value of a 128 x 256 tile), so a value
+# moves by about gamma (|x|^2 + |z|^2) 1e-7 plus 1e-7 relative; linear and poly finish in float64.  Sums over
+# the values (``kernel_times``) stay float64.  The effect on trained models: ``bench/bench_precision.py``
 PRECISIONS = ("float64", "float32")
 # numba's pool only for blocks of at least this many operations (multiply-adds plus ~16 for the exp per
 # value), ~10 ms on one core: a pool thread that the scheduler has put aside costs the whole block a
@@ -57,6 +59,7 @@ PRECISIONS = ("float64", "float32")
 _PARALLEL_MIN_OPS = 1 << 27
 _SAME = 2.0**-46  # ||x-z||^2 below this share of |x|^2 + |z|^2 is rounding noise: taken as 0
 _EXP_FLOOR = -708.0  # exp(-708) ~ 3e-308, the domain of _exp_inplace
+_SAME32, _EXP_FLOOR32 = np.float32(_SAME), np.float32(-87.0)  # the same for float32: exp(-87) ~ 1.6e-38
 
 # exp(x) = 2^k exp(r), k = round(x / ln 2), r = x - k ln 2 (Cody & Waite), |r| <= ln(2) / 2
 _LOG2E = 1.4426950408889634
@@ -65,6 +68,12 @@ _LN2_LO = 1.90821492927058770002e-10
 _ROUND = 6755399441055744.0  # 1.5 * 2^52: (t + _ROUND) - _ROUND is t rounded to an integer
 _ROUND_BITS = int(np.float64(_ROUND).view(np.int64))  # its bit pattern: t + _ROUND holds round(t) + _ROUND_BITS
 _TAYLOR = tuple(1.0 / math.factorial(i) for i in range(14))  # exp(r) to degree 13: error < 1e-17 |exp(r)|
+# the same in float32 (``_exp32``): ln 2 in two parts, k * _LN2_HI32 exact for |k| < 2^9 (the last 9 bits of
+# _LN2_HI32's significand are 0), and exp(r) to degree 7: error < 5e-9 |exp(r)|, below float32's half-ulp of 6e-8
+_LOG2E32, _LN2_HI32, _LN2_LO32 = np.float32(_LOG2E), np.float32(0.693145751953125), np.float32(1.428606765330187e-6)
+_ROUND32 = np.float32(1.5 * 2**23)
+_ROUND_BITS32 = int(_ROUND32.view(np.int32))
+_TAYLOR32 = tuple(np.float32(c) for c in _TAYLOR[:8])
 
 
 @dataclass(frozen=True)
@@ -130,11 +139,12 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False,
     coerced with ``as_rows``.  A sparse Z is densified, so Z should have few
     rows (or few features).  ``x_sq_norms`` and ``z_sq_norms``, the squared
     row norms from ``squared_norms``, are used by rbf and computed when not
-    given.  rbf values below exp(-708) ~ 3e-308 are returned as exp(-708).
+    given.  rbf values below exp(-708) ~ 3e-308 are returned as exp(-708)
+    (with ``precision="float32"``, below exp(-87) ~ 1.6e-38 as exp(-87)).
     With Z the same object as X (a Gram matrix), only the tiles on and above
     the diagonal are computed and mirrored: half the work, and K exactly
-    symmetric.  ``precision="float32"`` takes the dot products in float32
-    (see ``PRECISIONS``).
+    symmetric.  ``precision="float32"`` takes the dot products, and rbf's
+    exponentials, in float32 (see ``PRECISIONS``).
     """
     symmetric = Z is X and (z_sq_norms is None or z_sq_norms is x_sq_norms) and not transposed
     if symmetric:
@@ -383,22 +393,31 @@ def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, r
             lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
             hi, jhi = min(lo + rows, n), min(jlo + cols, m)
             Zj, Zj32 = _z_tile(Z_tiles, p, jlo, jhi), _z_tile(Z_tiles32, p, jlo, jhi)
-            if n_col_tiles == 1 and not indptr.shape[0] and not transposed:  # whole rows: the GEMM writes into K
-                if hi - lo > 1 and not Zj32.size:
-                    np.dot(X[lo:hi], Zj, K[lo:hi])
-                else:
-                    K[lo:hi] = _dense_dots(X, lo, hi, Zj, Zj32)
+            if n_col_tiles == 1 and not indptr.shape[0] and not transposed and hi - lo > 1 and not Zj32.size:
+                np.dot(X[lo:hi], Zj, K[lo:hi])  # whole rows: the GEMM writes into K
                 finish_tile(code, K[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
             elif not symmetric or jlo >= lo:  # below the diagonal, a symmetric K is the mirror
-                dots = _tile_dots(X, csr, lo, hi, Zj, Zj32)
-                finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
-                if transposed:
-                    _put_transposed(dots, K, out_rows[jlo:jhi], out_start + lo)
+                if Zj32.size and code == RBF:  # float32 values, widened as they are stored
+                    values = _rbf_tile32(X, csr, lo, hi, Zj32, x_sq[lo:hi], z_sq[jlo:jhi], gamma)
+                    _put_tile(values, K, lo, jlo, symmetric, transposed, out_rows, out_start)
                 else:
-                    K[lo:hi, jlo:jhi] = dots
-                if symmetric and jlo > lo:
-                    K[jlo:jhi, lo:hi] = dots.T
+                    values = _tile_values(X, csr, lo, hi, Zj, Zj32, code, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0,
+                                          degree)
+                    _put_tile(values, K, lo, jlo, symmetric, transposed, out_rows, out_start)
             t = fetch_add(next_tile, 1)
+
+
+@numba.njit(**NJIT)
+def _put_tile(tile, K, lo, jlo, symmetric, transposed, out_rows, out_start):
+    """Store the tile of K's rows lo.. and columns jlo.. (``_tiles``' K, ``out_rows`` and ``out_start``), and
+    its mirror when K is ``symmetric``."""
+    hi, jhi = lo + tile.shape[0], jlo + tile.shape[1]
+    if transposed:
+        _put_transposed(tile, K, out_rows[jlo:jhi], out_start + lo)
+    else:
+        K[lo:hi, jlo:jhi] = tile
+    if symmetric and jlo > lo:
+        K[jlo:jhi, lo:hi] = tile.T
 
 
 @numba.njit(**NJIT)
@@ -421,29 +440,42 @@ def _z_tile(Z_tiles, p, jlo, jhi):
 
 
 @numba.njit(**NJIT)
-def _tile_dots(X, csr, lo, hi, Zj, Zj32):
-    """The dot products of rows lo..hi-1 of X (dense, or CSR as ``csr`` holds it) with the columns of the tile
-    Zj, a new float64 (hi - lo, w) tile; in float32 when ``Zj32`` (Zj in float32) is not empty."""
+def _tile_values(X, csr, lo, hi, Zj, Zj32, code, x_sq, z_sq, gamma, coef0, degree):
+    """The kernel values of rows lo..hi-1 of X (dense, or CSR as ``csr`` holds it) with the columns of the tile
+    Zj, a new float64 (hi - lo, w) tile (``x_sq``, ``z_sq``: the norms of those rows and columns), finished in
+    float64; the dot products float32 sums when ``Zj32`` (Zj in float32) is not empty (for rbf in float32 the
+    tile loops take ``_rbf_tile32`` instead)."""
     data, indices, indptr, data32 = csr
     if not indptr.shape[0]:
-        return _dense_dots(X, lo, hi, Zj, Zj32)
-    if Zj32.size:
-        return _csr_dots(data32, indices, indptr, Zj32, lo, hi).astype(np.float64)
-    return _csr_dots(data, indices, indptr, Zj, lo, hi)
+        dots = _dense_dots32(X, lo, hi, Zj32).astype(np.float64) if Zj32.size else _dense_dots(X, lo, hi, Zj)
+    elif Zj32.size:
+        dots = _csr_dots(data32, indices, indptr, Zj32, lo, hi).astype(np.float64)
+    else:
+        dots = _csr_dots(data, indices, indptr, Zj, lo, hi)
+    finish_tile(code, dots, x_sq, z_sq, gamma, coef0, degree)
+    return dots
 
 
 @numba.njit(**NJIT)
-def _dense_dots(X, lo, hi, Zj, Zj32):
+def _rbf_tile32(X, csr, lo, hi, Zj32, x_sq, z_sq, gamma):
+    """rbf values of rows lo..hi-1 of X (dense, or CSR as ``csr`` holds it) with the columns of the float32 tile
+    Zj32, a new float32 (hi - lo, w) tile: float32 dot products, -gamma ||x - z||^2 and exp (``_exp32``)."""
+    data, indices, indptr, data32 = csr
+    if indptr.shape[0]:
+        values = _csr_dots(data32, indices, indptr, Zj32, lo, hi)
+    else:
+        values = _dense_dots32(X, lo, hi, Zj32)
+    _rbf_exponents32(values, x_sq.astype(np.float32), z_sq.astype(np.float32), np.float32(gamma))
+    _exp32_inplace(values.ravel())
+    return values
+
+
+@numba.njit(**NJIT)
+def _dense_dots(X, lo, hi, Zj):
     """The dot products of dense rows lo..hi-1 of X with the columns of the (p, w) tile Zj, a new float64 tile,
-    from one GEMM: a float32 GEMM of the rows rounded to float32 when ``Zj32`` (Zj in float32) is not empty.  A
-    single row goes in twice: BLAS hands a one-row GEMM to GEMV, whose sums differ in the last bits (in 138
-    of 249 values of a 4-feature test), and a row's kernel values must not follow how many rows share its
-    tile (the partitioning, or the rows a partition restores at once: ``core.partition.dual``)."""
-    if Zj32.size:
-        single = X[lo:hi].astype(np.float32)
-        if hi - lo == 1:
-            single = np.vstack((single, single))
-        return np.dot(single, Zj32)[:hi - lo].astype(np.float64)
+    from one GEMM.  A single row goes in twice: BLAS hands a one-row GEMM to GEMV, whose sums differ in the
+    last bits (in 138 of 249 values of a 4-feature test), and a row's kernel values must not follow how many
+    rows share its tile (the partitioning, or the rows a partition restores at once: ``core.partition.dual``)."""
     if hi - lo == 1:
         twice = np.empty((2, X.shape[1]))
         twice[0] = X[lo]
@@ -453,11 +485,23 @@ def _dense_dots(X, lo, hi, Zj, Zj32):
 
 
 @numba.njit(**NJIT)
+def _dense_dots32(X, lo, hi, Zj32):
+    """``_dense_dots`` in float32: a float32 GEMM of the rows rounded to float32 with the float32 tile Zj32, a new
+    float32 tile (a single row in twice, as there)."""
+    single = X[lo:hi].astype(np.float32)
+    if hi - lo == 1:
+        single = np.vstack((single, single))
+    return np.dot(single, Zj32)[:hi - lo]
+
+
+@numba.njit(**NJIT)
 def _csr_dots(data, indices, indptr, Zj, lo, hi):
     """The dot products of CSR rows lo..hi-1 with the columns of the (p, w) tile Zj, a new (hi - lo, w) tile of
     Zj's dtype (the entries ``data`` of the same: float64, or float32 summed in float32).
     A single column (the slant path's steps) sums in a register: a one-column kernel_block of 261,455 rows of
-    12 entries took 5.0-5.1 against 9.1-10.7 ms, with the same sums in the same order."""
+    12 entries took 5.0-5.1 against 9.1-10.7 ms, with the same sums in the same order.  Wider tiles add four
+    entries in one pass over a row, in the same order as one at a time (the same sums to the bit): on 128 x 256
+    tiles of 12-entry rows, 1.1 against 1.5 ns per value in float32, 1.5-1.7 against 1.9-2.0 in float64."""
     w = Zj.shape[1]
     dots = np.zeros((hi - lo, w), Zj.dtype)
     if w == 1:
@@ -470,9 +514,16 @@ def _csr_dots(data, indices, indptr, Zj, lo, hi):
         return dots
     for i in range(hi - lo):
         row = dots[i]
-        for q in range(indptr[lo + i], indptr[lo + i + 1]):
-            v = data[q]
-            zk = Zj[indices[q]]
+        q, end = indptr[lo + i], indptr[lo + i + 1]
+        while q + 4 <= end:  # four entries a pass over the row: a quarter of its loads and stores
+            v0, v1, v2, v3 = data[q], data[q + 1], data[q + 2], data[q + 3]
+            z0, z1, z2, z3 = Zj[indices[q]], Zj[indices[q + 1]], Zj[indices[q + 2]], Zj[indices[q + 3]]
+            for j in range(w):
+                row[j] = (((row[j] + v0 * z0[j]) + v1 * z1[j]) + v2 * z2[j]) + v3 * z3[j]
+            q += 4
+        for rest in range(q, end):
+            v = data[rest]
+            zk = Zj[indices[rest]]
             for j in range(w):
                 row[j] += v * zk[j]
     return dots
@@ -494,15 +545,18 @@ def _tiles_times(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, deg
             for jlo in range(0, m, cols):
                 jhi = min(jlo + cols, m)
                 Zj, Zj32 = _z_tile(Z_tiles, p, jlo, jhi), _z_tile(Z_tiles32, p, jlo, jhi)
-                dots = _tile_dots(X, csr, lo, hi, Zj, Zj32)
-                finish_tile(code, dots, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
-                _add_tile_times(dots, coef[jlo:jhi], out[lo:hi])
+                if Zj32.size and code == RBF:  # float32 values, summed in float64 with no widened copy
+                    _add_tile_times(_rbf_tile32(X, csr, lo, hi, Zj32, x_sq[lo:hi], z_sq[jlo:jhi], gamma),
+                                    coef[jlo:jhi], out[lo:hi])
+                else:
+                    _add_tile_times(_tile_values(X, csr, lo, hi, Zj, Zj32, code, x_sq[lo:hi], z_sq[jlo:jhi], gamma,
+                                                 coef0, degree), coef[jlo:jhi], out[lo:hi])
             t = fetch_add(next_tile, 1)
 
 
 @numba.njit(**NJIT_SUMS)
 def _add_tile_times(dots, coef, out):
-    """out[i] += sum_j dots[i, j] coef[j] (vectorised partial sums)."""
+    """out[i] += sum_j dots[i, j] coef[j] in float64 (vectorised partial sums; ``dots`` float64 or float32)."""
     for i in range(dots.shape[0]):
         row = dots[i]
         total = 0.0
@@ -567,6 +621,18 @@ def _rbf_exponent(dot, x_sq, z_sq, gamma):
     return max(-gamma * d2, _EXP_FLOOR)
 
 
+@numba.njit(**NJIT_FMA)
+def _rbf_exponents32(dots, x_sq, z_sq, gamma):
+    """``_rbf_exponents`` in float32 (all arguments float32), floored at _EXP_FLOOR32 (``_exp32``'s domain)."""
+    for i in range(dots.shape[0]):
+        for j in range(dots.shape[1]):
+            norms = x_sq[i] + z_sq[j]
+            d2 = norms - np.float32(2.0) * dots[i, j]  # ||x - z||^2 = |x|^2 + |z|^2 - 2 x . z
+            if d2 <= _SAME32 * norms:  # cancellation noise, including negative values
+                d2 = np.float32(0.0)
+            dots[i, j] = max(-gamma * d2, _EXP_FLOOR32)
+
+
 @numba.njit(**NJIT)
 def _poly_row(row, gamma, coef0, degree):
     """row[j] = x . z_j becomes (gamma x . z_j + coef0)^degree."""
@@ -600,6 +666,26 @@ def _exp(x):
     return p * _float((_bits(kd) - _ROUND_BITS + 1023) << 52)  # p 2^k, k in [-1022, 0]
 
 
+@numba.njit(**NJIT_FMA)
+def _exp32_inplace(a):
+    """a[j] = exp(a[j]) for float32 a[j] in [-87, 0] (``_exp32``), in one pass that vectorises."""
+    for j in range(a.shape[0]):
+        a[j] = _exp32(a[j])
+
+
+@numba.njit(**NJIT_FMA)
+def _exp32(x):
+    """``_exp`` in float32, for float32 x in [-87, 0] (2^k stays normal), within 1 ulp of float32: the same
+    reduction with float32 constants, exp(r) to degree 7, and 2^k from the low bits of kd = x / ln 2 + 1.5 * 2^23
+    (``_bits32``, ``_float32``; numba takes the integer steps in int64, the bits then cut back to int32)."""
+    t0, t1, t2, t3, t4, t5, t6, t7 = _TAYLOR32
+    kd = x * _LOG2E32 + _ROUND32
+    k = kd - _ROUND32
+    r = (x - k * _LN2_HI32) - k * _LN2_LO32
+    p = ((((((t7 * r + t6) * r + t5) * r + t4) * r + t3) * r + t2) * r + t1) * r + t0
+    return p * _float32(np.int32((_bits32(kd) - _ROUND_BITS32 + 127) << 23))  # p 2^k, k in [-126, 0]
+
+
 def _bitcast(source, target):
     """An njit intrinsic that takes a ``source`` value's bits as a ``target`` (numba types of one size): LLVM's
     bitcast, which costs no instruction and vectorises."""
@@ -619,3 +705,5 @@ def _bitcast(source, target):
 
 _bits = _bitcast(nb_types.float64, nb_types.int64)  # the bits of a float64, as an int64
 _float = _bitcast(nb_types.int64, nb_types.float64)  # the float64 of those bits
+_bits32 = _bitcast(nb_types.float32, nb_types.int32)  # the same for float32 and int32
+_float32 = _bitcast(nb_types.int32, nb_types.float32)

@@ -124,8 +124,8 @@ def test_kernel_rows_into_names_a_store_that_cannot_take_the_rows(problem, messa
 @pytest.mark.parametrize("shape", [(1, 9, 5), (9, 1, 5), (300, 30, 12), (20, 300, 6), (700, 300, 54)], ids=str)
 def test_float32_precision_rounds_only_the_dot_products(monkeypatch, spec, shape):
     """precision="float32": the naive kernel of the rows rounded to float32, with float64 norms (to ~1e-6 of it,
-    the float32 sums' rounding), the same bits on the pool, transposed, and for one row alone; CSR rows the
-    same (their entries summed in float32 in their own loop)."""
+    the float32 sums' rounding and, for rbf, the float32 exponent and exp), the same bits on the pool,
+    transposed, and for one row alone; CSR rows the same (their entries summed in float32 in their own loop)."""
     import core.kernels
 
     X, Z = _pairs(*shape, "dense", "dense")
@@ -241,6 +241,17 @@ def test_rbf_relative_accuracy_over_the_whole_exp_range():
     inside = z[:, 0] ** 2 <= 708.0
     assert_allclose(K[inside], expected[inside], rtol=4.5e-16, atol=0)
     assert_allclose(K[~inside], np.exp(-708.0), rtol=4.5e-16, atol=0)  # the documented floor
+
+
+def test_float32_rbf_is_within_one_float32_ulp_over_its_exp_range():
+    # the float32 exponent is -float32(z^2) exactly (x = 0, gamma = 1), so K must be its exp within 1 ulp
+    z = np.linspace(0.0, 10.0, 5001).reshape(-1, 1)  # exponents from 0 down to -100
+    K = kernel_block(np.zeros((1, 1)), z, KernelSpec("rbf", gamma=1.0), precision="float32")[0]
+    exponent = -(z[:, 0] ** 2).astype(np.float32).astype(np.float64)
+    inside = exponent >= -87.0
+    expected = np.exp(exponent[inside])
+    assert np.all(np.abs(K[inside] - expected) <= np.spacing(expected.astype(np.float32)))
+    assert np.all(K[~inside] == np.float32(np.exp(-87.0)))  # the documented floor
 
 
 @pytest.mark.parametrize("kind", KINDS)
