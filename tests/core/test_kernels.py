@@ -151,6 +151,9 @@ def test_float32_precision_rounds_only_the_dot_products(monkeypatch, spec, shape
     assert_allclose(kernel_times(S, Z, spec, coef, precision="float32"), K_csr @ coef, rtol=1e-12, atol=1e-12)
     assert_array_equal(kernel_block(S, Z, spec, precision="float32", transposed=True), K_csr.T)
     assert_array_equal(kernel_block(S[:1], Z, spec, precision="float32")[0], K_csr[0])
+    for rows in (X, S):  # a Gram matrix (its upper tiles mirrored) as the same rows given twice
+        assert_array_equal(kernel_block(rows, rows, spec, precision="float32"),
+                           kernel_block(rows, rows.copy(), spec, precision="float32"))
     monkeypatch.setattr(core.kernels, "_PARALLEL_MIN_OPS", 0)
     assert_array_equal(kernel_block(X, Z, spec, precision="float32"), K)
     assert_array_equal(kernel_block(S, Z, spec, precision="float32"), K_csr)
