@@ -122,7 +122,7 @@ def test_kernel_rows_into_names_a_store_that_cannot_take_the_rows(problem, messa
 
 @pytest.mark.parametrize("spec", SPECS[:3], ids=lambda s: s.name)
 @pytest.mark.parametrize("shape", [(1, 9, 5), (9, 1, 5), (300, 30, 12), (20, 300, 6), (700, 300, 54)], ids=str)
-def test_float32_precision_rounds_only_the_dot_products(monkeypatch, spec, shape):
+def test_float32_precision_is_the_naive_kernel_of_the_rounded_rows(monkeypatch, spec, shape):
     """precision="float32": the naive kernel of the rows rounded to float32, with float64 norms (to ~1e-6 of it,
     the float32 sums' rounding and, for rbf, the float32 exponent and exp), the same bits on the pool,
     transposed, and for one row alone; CSR rows the same (their entries summed in float32 in their own loop)."""
