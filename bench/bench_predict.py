@@ -7,7 +7,7 @@ In one process:
                      computing the kernel values and storing them
     decision_function  ``KernelExpansion.decision_function`` in-process, on the same pool (its
                      ``kernel_times`` reduces each tile while in cache and stores no kernel value, so
-                     it may beat the limit); again with ``precision="float32"`` (float32 dot products)
+                     it may beat the limit); again with ``precision="float32"`` (float32 rbf values)
     transform        ``BSVMModel.transform`` on Spark ``local[2]``: the rows generated as a Parquet file
                      (untimed), read, scored and written to Parquet (prediction, rawPrediction); the
                      second of two runs, with ``predictionPrecision`` float64, then float32.  Two
