@@ -47,10 +47,11 @@ _GRAM_TILE = 128  # side of a Gram matrix's square tiles
 # how kernel values are computed: "float64", or "float32", the rows and Z rounded to float32 and their dot
 # products summed in float32 (half the memory traffic): a float32 GEMM for dense rows (twice BLAS's rate),
 # float32 entries and tiles in the CSR loop (on 1,000 x 54 tiles of 12-entry rows, 1.2-1.4 against 1.8 ns
-# per value on one thread).  rbf then takes -gamma ||x - z||^2 and exp in float32 as well (``_exp32``, twice
-# the vector lanes and half the polynomial: 0.6 against 1.7 ns per value of a 128 x 256 tile), so a value
-# moves by about gamma (|x|^2 + |z|^2) 1e-7 plus 1e-7 relative; linear and poly finish in float64.  Sums over
-# the values (``kernel_times``) stay float64.  The effect on trained models: ``bench/bench_precision.py``
+# per value on one thread).  rbf then takes exp in float32 as well (``_exp32``, twice the vector lanes and half
+# the polynomial: 0.6 against 1.7 ns per value of a 128 x 256 tile, with the exponents), its exponent -gamma
+# ||x - z||^2 taken in float64 as for float64 values and rounded to float32, so a value moves by about
+# gamma (|x|^2 + |z|^2) 1e-7 plus 1e-7 relative; linear and poly finish in float64.  Sums over the values
+# (``kernel_times``) stay float64.  The effect on trained models: ``bench/bench_precision.py``
 PRECISIONS = ("float64", "float32")
 # numba's pool only for blocks of at least this many operations (multiply-adds plus ~16 for the exp per
 # value), ~10 ms on one core: a pool thread that the scheduler has put aside costs the whole block a
@@ -59,7 +60,7 @@ PRECISIONS = ("float64", "float32")
 _PARALLEL_MIN_OPS = 1 << 27
 _SAME = 2.0**-46  # ||x-z||^2 below this share of |x|^2 + |z|^2 is rounding noise: taken as 0
 _EXP_FLOOR = -708.0  # exp(-708) ~ 3e-308, the domain of _exp_inplace
-_SAME32, _EXP_FLOOR32 = np.float32(_SAME), np.float32(-87.0)  # the same for float32: exp(-87) ~ 1.6e-38
+_EXP_FLOOR32 = np.float32(-87.0)  # exp(-87) ~ 1.6e-38, the floor of _exp32's domain
 
 # exp(x) = 2^k exp(r), k = round(x / ln 2), r = x - k ln 2 (Cody & Waite), |r| <= ln(2) / 2
 _LOG2E = 1.4426950408889634
@@ -459,13 +460,14 @@ def _tile_values(X, csr, lo, hi, Zj, Zj32, code, x_sq, z_sq, gamma, coef0, degre
 @numba.njit(**NJIT)
 def _rbf_tile32(X, csr, lo, hi, Zj32, x_sq, z_sq, gamma):
     """rbf values of rows lo..hi-1 of X (dense, or CSR as ``csr`` holds it) with the columns of the float32 tile
-    Zj32, a new float32 (hi - lo, w) tile: float32 dot products, -gamma ||x - z||^2 and exp (``_exp32``)."""
+    Zj32, a new float32 (hi - lo, w) tile: float32 dot products, -gamma ||x - z||^2 from them and the float64
+    norms (``_rbf_exponents``, rounded to float32 as it stores them), and float32 exp (``_exp32``)."""
     data, indices, indptr, data32 = csr
     if indptr.shape[0]:
         values = _csr_dots(data32, indices, indptr, Zj32, lo, hi)
     else:
         values = _dense_dots32(X, lo, hi, Zj32)
-    _rbf_exponents32(values, x_sq.astype(np.float32), z_sq.astype(np.float32), np.float32(gamma))
+    _rbf_exponents(values, x_sq, z_sq, gamma)
     _exp32_inplace(values.ravel())
     return values
 
@@ -621,18 +623,6 @@ def _rbf_exponent(dot, x_sq, z_sq, gamma):
     return max(-gamma * d2, _EXP_FLOOR)
 
 
-@numba.njit(**NJIT_FMA)
-def _rbf_exponents32(dots, x_sq, z_sq, gamma):
-    """``_rbf_exponents`` in float32 (all arguments float32), floored at _EXP_FLOOR32 (``_exp32``'s domain)."""
-    for i in range(dots.shape[0]):
-        for j in range(dots.shape[1]):
-            norms = x_sq[i] + z_sq[j]
-            d2 = norms - np.float32(2.0) * dots[i, j]  # ||x - z||^2 = |x|^2 + |z|^2 - 2 x . z
-            if d2 <= _SAME32 * norms:  # cancellation noise, including negative values
-                d2 = np.float32(0.0)
-            dots[i, j] = max(-gamma * d2, _EXP_FLOOR32)
-
-
 @numba.njit(**NJIT)
 def _poly_row(row, gamma, coef0, degree):
     """row[j] = x . z_j becomes (gamma x . z_j + coef0)^degree."""
@@ -668,17 +658,19 @@ def _exp(x):
 
 @numba.njit(**NJIT_FMA)
 def _exp32_inplace(a):
-    """a[j] = exp(a[j]) for float32 a[j] in [-87, 0] (``_exp32``), in one pass that vectorises."""
+    """a[j] = exp(a[j]) for float32 a[j] <= 0 (``_exp32``), in one pass that vectorises."""
     for j in range(a.shape[0]):
         a[j] = _exp32(a[j])
 
 
 @numba.njit(**NJIT_FMA)
 def _exp32(x):
-    """``_exp`` in float32, for float32 x in [-87, 0] (2^k stays normal), within 1 ulp of float32: the same
-    reduction with float32 constants, exp(r) to degree 7, and 2^k from the low bits of kd = x / ln 2 + 1.5 * 2^23
-    (``_bits32``, ``_float32``; numba takes the integer steps in int64, the bits then cut back to int32)."""
+    """``_exp`` in float32, for float32 x <= 0, within 1 ulp of float32 over [-87, 0] and exp(-87) below it (x
+    floored at _EXP_FLOOR32, so that 2^k stays normal): the same reduction with float32 constants, exp(r) to
+    degree 7, and 2^k from the low bits of kd = x / ln 2 + 1.5 * 2^23 (``_bits32``, ``_float32``; numba takes
+    the integer steps in int64, the bits then cut back to int32)."""
     t0, t1, t2, t3, t4, t5, t6, t7 = _TAYLOR32
+    x = max(x, _EXP_FLOOR32)
     kd = x * _LOG2E32 + _ROUND32
     k = kd - _ROUND32
     r = (x - k * _LN2_HI32) - k * _LN2_LO32

@@ -57,7 +57,7 @@ class KernelExpansion:
     def decision_function(self, X, precision="float64"):
         """f(x) for every row of X (dense or sparse); the kernel values are never stored.  ``precision``:
         "float32" takes the dot products and rbf's exponentials in float32 (``core.kernels.PRECISIONS``: less
-        CPU; f moved by up to 1.5e-3 on covtype-20k, ``bench/bench_precision.py``)."""
+        CPU; f moved by up to 1.2e-3 on covtype-20k, ``bench/bench_precision.py``)."""
         X = as_rows(X, n_features=self.n_features)
         if self.n_support == 0:
             return np.full(n_rows(X), self.bias)

@@ -126,7 +126,7 @@ class _BSVMParams(_ProbabilisticClassifierParams, HasSeed):
     predictionPrecision = Param(Params._dummy(), "predictionPrecision", "how transform computes the dot products "
                                 "of the feature vectors with the support vectors: 'float64', or 'float32' (summed "
                                 "in float32, rbf's exponentials too: less CPU, decision values moved by up to "
-                                "1.5e-3 on covtype-20k with predictions unchanged, bench/bench_precision.py); "
+                                "1.2e-3 on covtype-20k with predictions unchanged, bench/bench_precision.py); "
                                 "training is always float64",
                                 TypeConverters.toString)
 

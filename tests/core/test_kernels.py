@@ -124,7 +124,7 @@ def test_kernel_rows_into_names_a_store_that_cannot_take_the_rows(problem, messa
 @pytest.mark.parametrize("shape", [(1, 9, 5), (9, 1, 5), (300, 30, 12), (20, 300, 6), (700, 300, 54)], ids=str)
 def test_float32_precision_is_the_naive_kernel_of_the_rounded_rows(monkeypatch, spec, shape):
     """precision="float32": the naive kernel of the rows rounded to float32, with float64 norms (to ~1e-6 of it,
-    the float32 sums' rounding and, for rbf, the float32 exponent and exp), the same bits on the pool,
+    the float32 sums' rounding and, for rbf, the float32 exp), the same bits on the pool,
     transposed, and for one row alone; CSR rows the same (their entries summed in float32 in their own loop)."""
     import core.kernels
 
@@ -247,7 +247,7 @@ def test_rbf_relative_accuracy_over_the_whole_exp_range():
 
 
 def test_float32_rbf_is_within_one_float32_ulp_over_its_exp_range():
-    # the float32 exponent is -float32(z^2) exactly (x = 0, gamma = 1), so K must be its exp within 1 ulp
+    # the exponent, rounded to float32, is -float32(z^2) (x = 0, gamma = 1), so K must be its exp within 1 ulp
     z = np.linspace(0.0, 10.0, 5001).reshape(-1, 1)  # exponents from 0 down to -100
     K = kernel_block(np.zeros((1, 1)), z, KernelSpec("rbf", gamma=1.0), precision="float32")[0]
     exponent = -(z[:, 0] ** 2).astype(np.float32).astype(np.float64)
