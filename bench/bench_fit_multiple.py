@@ -20,14 +20,14 @@ the medians and the ratio of the wall times (shared / per fit), with the range o
 
 import argparse
 import os
-import time
 
 import numpy as np
 from pyspark.ml import Estimator
 
 from bench.bench_parallel_tuning import rings_df
-from bench.common import local_spark, print_table, timed, tree_cpu_seconds
+from bench.common import local_spark, print_table, recorded_calls, timed, tree_cpu_seconds
 from spark_bsvm import CSVC
+from spark_bsvm.engine import stage
 
 SLOTS = 2
 GRID_C = (0.1, 1.0, 10.0, 100.0)
@@ -54,38 +54,6 @@ def tuner(name, estimator):
                                 evaluator=BinaryClassificationEvaluator())
 
 
-def counting_stages():
-    """A list that grows by one at each training stage (``stage.TrainingData.run_stage`` wrapped)."""
-    from spark_bsvm.engine import stage
-
-    runs, run_stage = [], stage.TrainingData.run_stage
-
-    def counted(self, *args):
-        runs.append(1)
-        return run_stage(self, *args)
-
-    stage.TrainingData.run_stage = counted
-    return runs
-
-
-def timing_checks():
-    """A list that gets the wall seconds of each run of the data's checks (``stage.check_training_data``
-    wrapped)."""
-    from spark_bsvm.engine import stage
-
-    runs, checked = [], stage.check_training_data
-
-    def timed_checks(*args):
-        start = time.perf_counter()
-        try:
-            return checked(*args)
-        finally:
-            runs.append(time.perf_counter() - start)
-
-    stage.check_training_data = timed_checks
-    return runs
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=4000, help="make_rings rows (default 4000)")
@@ -98,7 +66,8 @@ def main():
     spark = local_spark("bench_fit_multiple", SLOTS, "2g")
     try:
         df = rings_df(spark, n_rows)
-        checks, stages = timing_checks(), counting_stages()
+        checks = recorded_calls(stage, "check_training_data")  # the wall seconds of each run
+        stages = recorded_calls(stage.TrainingData, "run_stage")
         ways = [("shared", CSVC(gamma=0.5)), ("per fit", CheckedPerFit(gamma=0.5))]
         for _, estimator in ways:  # warm-up: the Python workers, the imports, numba's cached code, the JVM's
             tuner("CrossValidator", estimator).fit(df)

@@ -1,10 +1,13 @@
 """Threads that never hurt: one in-process fit with numba's default pool against the same fit with 1 thread,
 on an idle machine and beside busy-loop processes that load every core.
 
-Each timed fit runs in a fresh Python process (the pool and its wait policy are fixed when numba first
-starts it), after an untimed warm-up fit in that process, so JIT compilation is not timed.  The cases are
-interleaved (A B A B ...) and each line gives the median of ``--repeats`` processes: wall seconds and the
-fit process' CPU seconds (``time.process_time``: all its threads; busy waiting shows up here).
+Each setting's fits run in fresh Python processes (the pool and its wait policy are fixed when numba first
+starts it): an untimed warm-up fit, so JIT compilation is not timed, then ``--fits`` timed fits, of which
+the process reports the median.  The cases are interleaved (A B A B ...) and each line gives the median of
+``--repeats`` processes: wall seconds and the fit process' CPU seconds (``time.process_time``: all its
+threads; busy waiting shows up here), and the kernel blocks per fit large enough for numba's pool (the calls
+of ``core.kernels``' pooled tile loops, which run them on one thread in the 1-thread setting): where there
+are none, both settings ran the same code on one thread.
 
 The fits, on ``LocalEngine`` with 2 partitions (``--cases``):
 
@@ -17,7 +20,7 @@ The fits, on ``LocalEngine`` with 2 partitions (``--cases``):
 The order within a pair alternates (default first, then 1 thread first), so that neither setting
 always runs right after the other's process.
 
-    python -m bench.bench_threads [--cases spsvm-ijcnn1,csvc-forest] [--repeats 5] [--busy 2]
+    python -m bench.bench_threads [--cases spsvm-ijcnn1,csvc-forest] [--repeats 5] [--fits 3] [--busy 2]
 """
 
 import argparse
@@ -29,7 +32,7 @@ import subprocess
 import sys
 import time
 
-from bench.common import print_table
+from bench.common import print_table, recorded_calls
 
 ROWS = 20_000
 
@@ -50,11 +53,13 @@ def _case(name):
                                                                    kernel=KernelSpec("rbf", gamma=0.5), seed=0)
 
 
-def _child(name, threads):
-    """Fit twice in this process (warm-up, then timed); print the timed fit's wall and CPU seconds as JSON."""
+def _child(name, threads, fits):
+    """Fit once (warm-up), then ``fits`` times, in this process; print the timed fits' median wall and CPU
+    seconds and their pool-sized kernel blocks per fit as JSON."""
     import numba
     import numpy as np
 
+    import core.kernels
     from core.engine import LocalEngine
 
     if threads:
@@ -66,10 +71,14 @@ def _child(name, threads):
             return fit_on(engine)
 
     fit()
-    wall, cpu = time.perf_counter(), time.process_time()
-    model = fit()
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    print(json.dumps({"wall": wall, "cpu": cpu, "threads": numba.get_num_threads(),
+    pooled = [recorded_calls(core.kernels, name) for name in ("_tiles", "_tiles_times")]
+    times = []
+    for _ in range(fits):
+        wall, cpu = time.perf_counter(), time.process_time()
+        model = fit()
+        times.append((time.perf_counter() - wall, time.process_time() - cpu))
+    wall, cpu = np.median(times, axis=0)
+    print(json.dumps({"wall": wall, "cpu": cpu, "pooled": sum(map(len, pooled)) / fits, "threads": numba.get_num_threads(),
                       "layer": numba.threading_layer(), "error": float(np.mean(model.predict(X) != y))}))
 
 
@@ -79,7 +88,8 @@ def _spin(stop):
 
 
 def _run_child(args, case, threads):
-    command = [sys.executable, "-m", "bench.bench_threads", "--child", "--cases", case, "--threads", str(threads)]
+    command = [sys.executable, "-m", "bench.bench_threads", "--child", "--cases", case, "--threads", str(threads),
+               "--fits", str(args.fits)]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -88,14 +98,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default="spsvm-ijcnn1,csvc-forest")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--fits", type=int, default=3, help="timed fits per process (their median)")
     parser.add_argument("--busy", type=int, default=os.cpu_count(), help="busy-loop processes of the loaded runs")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return _child(args.cases, args.threads)
+        return _child(args.cases, args.threads, args.fits)
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
-          f"{ROWS} rows, LocalEngine(2 partitions)\n")
+          f"{ROWS} rows, LocalEngine(2 partitions), the median of {args.fits} timed fits per process\n")
     table = []
     for case, busy in [(case, busy) for case in args.cases.split(",") for busy in (0, args.busy)]:
         stop = multiprocessing.Event()
@@ -111,12 +122,15 @@ def main():
             stop.set()
             for p in spinners:
                 p.join()
-        medians = {t: {k: statistics.median(r[k] for r in rs) for k in ("wall", "cpu")} for t, rs in runs.items()}
+        medians = {t: {k: statistics.median(r[k] for r in rs) for k in ("wall", "cpu", "pooled")}
+                   for t, rs in runs.items()}
         for threads, rs in runs.items():
             label = f"default ({rs[0]['threads']}, {rs[0]['layer']})" if threads == 0 else "1"
             table.append([case, busy, label, medians[threads]["wall"], medians[threads]["cpu"],
-                          medians[threads]["wall"] / medians[1]["wall"], f"{100 * rs[0]['error']:.2f}"])
-    print_table(["case", "busy procs", "threads", "wall s", "CPU s", "wall / 1 thread", "train err %"], table)
+                          medians[threads]["wall"] / medians[1]["wall"], f"{medians[threads]['pooled']:.0f}",
+                          f"{100 * rs[0]['error']:.2f}"])
+    print_table(["case", "busy procs", "threads", "wall s", "CPU s", "wall / 1 thread", "pool-sized blocks / fit",
+                 "train err %"], table)
 
 
 if __name__ == "__main__":

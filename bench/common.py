@@ -1,4 +1,5 @@
-"""Helpers shared by the bench scripts: their data (``core.benchmark_files``), timing a fit, printing tables."""
+"""Helpers shared by the bench scripts: their data (``core.benchmark_files``), timing a fit, recording the calls
+of a library function, printing tables."""
 
 import os
 import sys
@@ -23,6 +24,23 @@ def timed(fit):
     wall, cpu = time.perf_counter(), time.process_time()
     result = fit()
     return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def recorded_calls(owner, name):
+    """Record the calls of ``owner.name`` from now on: it is replaced by a wrapper (a module's function, or a
+    class's method, which its callers look up when they call it) that appends each call's wall seconds to
+    the list returned (its length: the calls so far)."""
+    seconds, function = [], getattr(owner, name)
+
+    def recorded(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            seconds.append(time.perf_counter() - start)
+
+    setattr(owner, name, recorded)
+    return seconds
 
 
 def local_spark(app_name, slots, driver_memory):
