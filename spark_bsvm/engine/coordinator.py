@@ -47,7 +47,7 @@ class SparkEngine(Engine):
     ``close``) so the stage and the coordinator end.  ``description`` names the fit in the Spark UI.
     ``address``: the (host, port) the tasks connect to.
     ``validation_col``: ``stage.TrainingData``'s (the validation rows the engine's ``n_validation`` counts).
-    ``shared_checks``: ``stage.TrainingData``'s (the data's checks shared by the fits of one ``fitMultiple``).
+    ``shared_results``: ``stage.TrainingData``'s (the data's checks shared by the fits of one ``fitMultiple``).
     ``stage_restarts``: how many times the training stage is started again after Spark aborted it (its
     tasks were lost more often than Spark's stage attempts allow); the new tasks resume from the driver's
     model.  ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once
@@ -57,9 +57,9 @@ class SparkEngine(Engine):
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
                  check_data=None, fault_injection=None, description="spark-bsvm fit",
-                 stage_restarts=STAGE_RESTARTS, validation_col=None, shared_checks=None):
+                 stage_restarts=STAGE_RESTARTS, validation_col=None, shared_results=None):
         data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description,
-                            validation_col, shared_checks)
+                            validation_col, shared_results)
         self.n_partitions, self.n_examples = data.n_partitions, data.n_examples
         self.n_features, self.classes, self.scale_gamma = data.n_features, data.classes, data.scale_gamma
         self.n_validation = data.n_validation

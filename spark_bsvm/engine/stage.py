@@ -152,12 +152,12 @@ class TrainingData:
     before the stage holds the slots.  ``description`` names the fit in the progress log and the Spark UI.
     ``validation_col``: a boolean column marking the validation rows, which the tasks hold beside the
     training rows (``PartitionData.validation``); ``n_examples`` counts the training rows only.
-    ``shared_checks``: a ``shared_checks.SharedChecks`` of the fits of one ``fitMultiple`` call: the checks
+    ``shared_results``: a ``shared_results.SharedResults`` of the fits of one ``fitMultiple`` call: the checks
     and the stage's DataFrame, once per DataFrame, columns and task count (``check_data`` runs every time).
     """
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
-                 check_data=None, description="spark-bsvm fit", validation_col=None, shared_checks=None):
+                 check_data=None, description="spark-bsvm fit", validation_col=None, shared_results=None):
         self.description, self.progress = description, progress_logger()
         self.progress.info("%s: checking the training data", description)
         self.spark = df.sparkSession
@@ -167,10 +167,10 @@ class TrainingData:
         self.has_weight = bool(weight_col)
         columns = features_col, label_col, weight_col, validation_col
         tasks = barrier_tasks(self.spark, num_partitions)
-        if shared_checks is None:
+        if shared_results is None:
             summary, self.frame = _checked_frame(df, columns, tasks)
         else:  # the key's DataFrame is kept with the result: its id names no other DataFrame meanwhile
-            _, summary, self.frame = shared_checks.once(("checks", id(df), columns, tasks),
+            _, summary, self.frame = shared_results.once(("checks", id(df), columns, tasks),
                                                         lambda: (df, *_checked_frame(df, columns, tasks)))
         self.classes, self.n_examples, self.n_features = summary.classes, summary.n_rows, summary.n_features
         self.scale_gamma, self.n_partitions = summary.scale_gamma, _task_count(summary, tasks)

@@ -37,12 +37,12 @@ def resolve_mode(spark, mode):
 
 def train(df, function, arguments, *, features_col="features", label_col="label", weight_col=None,
           num_partitions=None, mode="auto", check_data=None, description="spark-bsvm fit", fault_injection=None,
-          stage_restarts=STAGE_RESTARTS, validation_col=None, shared_checks=None):
+          stage_restarts=STAGE_RESTARTS, validation_col=None, shared_results=None):
     """``function(engine, **arguments)`` (a ``core`` training function) on the rows of ``df``; its model.
     A model that predicts one class for every training row is logged as a warning
     (``core.separation.warn_if_one_class``, in either mode).
 
-    The keyword arguments up to ``check_data``, ``validation_col`` and ``shared_checks`` are
+    The keyword arguments up to ``check_data``, ``validation_col`` and ``shared_results`` are
     ``stage.TrainingData``'s; ``description`` names the fit in the Spark UI; ``stage_restarts`` bounds how
     many times the training stage starts again after Spark aborted it (driver mode: the fit resumes;
     executor mode: it starts over); ``fault_injection`` is ``stage.TaskSpec``'s test hook (in the executor
@@ -52,10 +52,10 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
                                  weight_col=weight_col, num_partitions=num_partitions, check_data=check_data,
                                  description=description, fault_injection=fault_injection,
                                  stage_restarts=stage_restarts, validation_col=validation_col,
-                                 shared_checks=shared_checks)
+                                 shared_results=shared_results)
         return model
     data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description,
-                        validation_col, shared_checks)
+                        validation_col, shared_results)
     spec = data.task_spec(secrets.token_hex(32), fit=HostedFit(function, arguments), fault_injection=fault_injection)
     rows = data.run_stage(make_task(spec), fit_tag(), stage_restarts)  # the solver's progress: executor's log
     raise_task_errors(rows)
@@ -67,14 +67,14 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
 
 def train_in_turn(df, calls, *, features_col="features", label_col="label", weight_col=None, num_partitions=None,
                   check_data=None, description="spark-bsvm fit", fault_injection=None,
-                  stage_restarts=STAGE_RESTARTS, validation_col=None, shared_checks=None):
+                  stage_restarts=STAGE_RESTARTS, validation_col=None, shared_results=None):
     """The models of ``calls``, [(function, arguments), ...], fitted one after another in one training stage
     coordinated by the driver: each the model ``train`` gives alone, since a core function's first round
     builds the partitions' state afresh (as ``core.grid.fit_grid``'s settings do).  One stage's start and
     end for all of them: the rows reach the tasks once.  The keyword arguments are ``train``'s."""
     with SparkEngine(df, features_col, label_col, weight_col, num_partitions, check_data,
                      fault_injection=fault_injection, description=description, stage_restarts=stage_restarts,
-                     validation_col=validation_col, shared_checks=shared_checks) as engine:
+                     validation_col=validation_col, shared_results=shared_results) as engine:
         models = []
         for function, arguments in calls:
             models.append(function(engine, **arguments))

@@ -18,7 +18,7 @@ function's keyword arguments.  Everything else is here, once:
               its training summary (``model.summary``) on the DataFrame given to fit
 
     fitMultiple (pyspark.ml's tuners): ``_fit`` per param map, the fits sharing the rows they derive and
-           the data's checks wherever their params leave those alone (``spark_bsvm.engine.shared_checks``),
+           the data's checks wherever their params leave those alone (``spark_bsvm.engine.shared_results``),
            and one training stage where their stages would take every task slot (``_SharedStages``)
 """
 
@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from core.grid import fit_grid
 from core.kernels import KernelSpec
 from spark_bsvm.engine.blocks import check_schema, check_validation_column
-from spark_bsvm.engine.shared_checks import SharedChecks
+from spark_bsvm.engine.shared_results import SharedResults
 from spark_bsvm.engine.session import executor_slots
 from spark_bsvm.engine.training import resolve_mode, train, train_in_turn
 from spark_bsvm.ml.params import GRID_PARAMS, _KernelParams, _ValidationParams, check_params
@@ -191,7 +191,7 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         """A model for each param map, as ``fit(dataset, paramMap)`` gives it, from a thread-safe iterator of
         (index, model) (pyspark.ml's tuners call this; their ``parallelism`` fits side by side).  The fits of
         the param maps that leave the data's params alone (the columns, ``_ROW_PARAMS``, ``numPartitions``)
-        share one run of the data's checks (``spark_bsvm.engine.shared_checks``), and, where their stage would
+        share one run of the data's checks (``spark_bsvm.engine.shared_results``), and, where their stage would
         take every task slot anyway, one training stage (``_SharedStages``)."""
         estimator = self.copy()
         stages = _SharedStages(dataset, [estimator.copy(param_map) for param_map in paramMaps])
@@ -220,19 +220,19 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         return self._row_key() + (self.getFeaturesCol(), self.getLabelCol(), self.getNumPartitions(),
                                   self.getCoordinatorMode(), self.getMaxStageRestarts())
 
-    def _plan(self, dataset, shared_checks=None):
+    def _plan(self, dataset, shared_results=None):
         """The fit of ``dataset`` up to its training stage (``_FitPlan``): the params checked, the saved models
-        read, the rows derived (once per row key with ``shared_checks``)."""
+        read, the rows derived (once per row key with ``shared_results``)."""
         self._check()
         # the columns first: reading a saved model below runs Spark jobs
         check_schema(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col())
         if isinstance(self, _ValidationParams) and self.getValidationIndicatorCol():
             check_validation_column(dataset, self.getValidationIndicatorCol())
         inputs = self._driver_inputs()
-        if shared_checks is None:
+        if shared_results is None:
             rows, holdout, validation_col = self._training_rows(dataset)
         else:  # the same DataFrames for every param map with the same row params: their checks are shared
-            rows, holdout, validation_col = shared_checks.once(("rows",) + self._row_key(),
+            rows, holdout, validation_col = shared_results.once(("rows",) + self._row_key(),
                                                                lambda: self._training_rows(dataset))
         function, arguments = self.core.function, dict(self.core_arguments(), **inputs)
         settings = self._grid_settings()
@@ -247,10 +247,10 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         return _FitPlan(dataset, rows, holdout, (function, arguments), settings,
                         functools.partial(self._check_data, inputs), options)
 
-    def _fit(self, dataset, shared_checks=None):
-        plan = self._plan(dataset, shared_checks)
+    def _fit(self, dataset, shared_results=None):
+        plan = self._plan(dataset, shared_results)
         return self._model(plan, train(plan.rows, *plan.call, mode=self.getCoordinatorMode(),
-                                       check_data=plan.check_data, shared_checks=shared_checks, **plan.options))
+                                       check_data=plan.check_data, shared_results=shared_results, **plan.options))
 
     def _model(self, plan, expansion):
         """The fitted model of ``plan`` (``_plan``) from its trained ``expansion``."""
@@ -280,7 +280,7 @@ class _SharedStages:
     fails fits its param maps one by one, each failing (or not) on its own."""
 
     def __init__(self, dataset, estimators):
-        self.dataset, self.estimators, self.shared_checks = dataset, estimators, SharedChecks()
+        self.dataset, self.estimators, self.shared_results = dataset, estimators, SharedResults()
         spark, groups = dataset.sparkSession, {}
         coordinated = [index for index, estimator in enumerate(estimators)
                        if resolve_mode(spark, estimator.getCoordinatorMode()) == "driver"]
@@ -294,18 +294,18 @@ class _SharedStages:
         """The model of param map ``index``."""
         group = self.groups.get(index)
         if group is not None:
-            trained = self.shared_checks.once(("stage", group), lambda: self._in_one_stage(group))
+            trained = self.shared_results.once(("stage", group), lambda: self._in_one_stage(group))
             if trained is not None:
                 return self.estimators[index]._model(*trained[index])
-        return self.estimators[index]._fit(self.dataset, self.shared_checks)
+        return self.estimators[index]._fit(self.dataset, self.shared_results)
 
     def _in_one_stage(self, group):
         """{index: (plan, expansion)} of the param maps ``group``, trained in one stage; None when that failed."""
         try:
-            plans = [self.estimators[index]._plan(self.dataset, self.shared_checks) for index in group]
+            plans = [self.estimators[index]._plan(self.dataset, self.shared_results) for index in group]
             expansions = train_in_turn(plans[0].rows, [plan.call for plan in plans],
                                        check_data=lambda *data: [plan.check_data(*data) for plan in plans],
-                                       shared_checks=self.shared_checks, **plans[0].options)
+                                       shared_results=self.shared_results, **plans[0].options)
         except Exception:  # noqa: BLE001 -- each param map then fits alone and reports its own error
             return None
         return dict(zip(group, zip(plans, expansions)))

@@ -1,4 +1,5 @@
-"""The data's checks shared by the fits of one ``fitMultiple`` call.
+"""What the fits of one ``fitMultiple`` call compute once and share: the data's checks, the rows they derive,
+the models of a training stage they share.
 
 pyspark.ml's tuners (``CrossValidator``, ``TrainValidationSplit``) fit an estimator once per param map on
 the same rows, through ``Estimator.fitMultiple``.  Every spark-bsvm fit starts with its data's checks, a
@@ -6,14 +7,14 @@ Spark job of their own (``blocks.check_training_data``: 0.11-0.42 s on cached fr
 here, of a C-SVC fit's ~1 s; 0.46-0.60 s on ijcnn1's 49,990 rows); the estimators' ``fitMultiple`` runs
 them once for the param maps that leave the data's params alone (the columns, the weights, the
 calibration and validation rows, the partitions), and the fits of the other param maps share theirs in
-the same way (``bench/bench_fit_multiple.py``).  ``SharedChecks`` also holds what else those fits share
-once: the rows they derive, and the models of a training stage they share (``spark_bsvm.ml.base``).
+the same way (``bench/bench_fit_multiple.py``).  ``SharedResults`` holds those checks, and what else the
+fits share once: the rows they derive, and the models of a training stage they share (``spark_bsvm.ml.base``).
 """
 
 import threading
 
 
-class SharedChecks:
+class SharedResults:
     """Results computed once per key and shared by the fits that ask for them, whether they run in turn or
     side by side (the tuners' ``parallelism``): a fit asking for a key that another fit is computing waits
     for it.  A computation that raises stores nothing: the next fit that asks runs it again, and fails with

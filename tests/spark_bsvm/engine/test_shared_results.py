@@ -1,15 +1,15 @@
-"""SharedChecks: one computation per key, whatever the number of fits asking and their threads."""
+"""SharedResults: one computation per key, whatever the number of fits asking and their threads."""
 
 import threading
 import time
 
 import pytest
 
-from spark_bsvm.engine.shared_checks import SharedChecks
+from spark_bsvm.engine.shared_results import SharedResults
 
 
 def test_fits_asking_at_once_wait_for_one_computation_per_key():
-    shared, calls, results = SharedChecks(), [], []
+    shared, calls, results = SharedResults(), [], []
 
     def compute(key):
         calls.append(key)
@@ -29,7 +29,7 @@ def test_fits_asking_at_once_wait_for_one_computation_per_key():
 
 
 def test_a_failed_computation_is_run_again_by_the_next_fit():
-    shared, calls = SharedChecks(), []
+    shared, calls = SharedResults(), []
 
     def bad_rows():
         calls.append(1)
