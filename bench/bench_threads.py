@@ -71,15 +71,16 @@ def _child(name, threads, fits):
             return fit_on(engine)
 
     fit()
-    pooled = [recorded_calls(core.kernels, name) for name in ("_tiles", "_tiles_times")]
+    pooled = [recorded_calls(core.kernels, loops) for loops in ("_tiles", "_tiles_times")]
     times = []
     for _ in range(fits):
         wall, cpu = time.perf_counter(), time.process_time()
         model = fit()
         times.append((time.perf_counter() - wall, time.process_time() - cpu))
     wall, cpu = np.median(times, axis=0)
-    print(json.dumps({"wall": wall, "cpu": cpu, "pooled": sum(map(len, pooled)) / fits, "threads": numba.get_num_threads(),
-                      "layer": numba.threading_layer(), "error": float(np.mean(model.predict(X) != y))}))
+    print(json.dumps({"wall": wall, "cpu": cpu, "pooled": sum(map(len, pooled)) / fits,
+                      "threads": numba.get_num_threads(), "layer": numba.threading_layer(),
+                      "error": float(np.mean(model.predict(X) != y))}))
 
 
 def _spin(stop):
