@@ -22,6 +22,10 @@ same representation: CSR where the tasks hold CSR blocks), in one process, alter
     per round   (Spark rounds s - local rounds s) / (rounds - 1), in ms: what a round costs beyond the
                 partition work (the first round and the end are the fixed costs of their own columns; the
                 tenth and earlier sessions divided everything after the engine's start by the rounds)
+    skew, wire  what the Spark fit's rounds after the first took beyond the tasks' mean partition work, in ms
+                per round, as the tasks report it (``rounds.RoundTimes``): skew, each round's slowest task
+                minus the tasks' mean (the partitions' uneven work, each on one core, where LocalEngine runs
+                one partition at a time on both); wire, the round's seconds minus its slowest task's work
     ratio       Spark fit / local fit
     same        both models equal: the same support vectors and coefficients within 1e-8
 
@@ -61,7 +65,7 @@ from core.synthetic import FOREST_ROWS, make_forest_like
 PARTITIONS = 2
 BLOCK_STAGES = 3  # barrier stages that time the tasks' blocks per data set (one varied by up to 2x)
 HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "first s", "rounds", "rounds s", "end s", "fit s", "cpu s",
-          "per round ms", "ratio", "same"]
+          "per round ms", "skew ms", "wire ms", "ratio", "same"]
 
 
 def _ijcnn1():
@@ -121,10 +125,13 @@ def _fit(make_engine, fit, extra):
         timed = _Timed(engine)
         model = fit(timed, extra)
         trained = time.perf_counter() - wall
+        rounds, seconds, slowest, mean = engine.round_times.totals(first=1) if hasattr(engine, "round_times") \
+            else (0, 0.0, 0.0, 0.0)
     end = time.perf_counter() - wall
     first = timed.first or 0.0  # a fit without rounds
     return {"model": model, "fit": end, "cpu": time.process_time() - cpu, "start": started,
-            "rounds": timed.rounds, "first": first, "later": trained - started - first, "end": end - trained}
+            "rounds": timed.rounds, "first": first, "later": trained - started - first, "end": end - trained,
+            "skew": 1e3 * (slowest - mean) / max(rounds, 1), "wire": 1e3 * (seconds - slowest) / max(rounds, 1)}
 
 
 def _same(a, b):
@@ -261,7 +268,8 @@ def main():
         for _ in range(args.repeats):
             runs["spark"].append(_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, extra))
             runs["local"].append(_fit(lambda: LocalEngine(X_local, y, n_partitions=PARTITIONS), fit, extra))
-        med = {k: {q: statistics.median(r[q] for r in v) for q in ("fit", "cpu", "first", "start", "later", "end")}
+        med = {k: {q: statistics.median(r[q] for r in v)
+                   for q in ("fit", "cpu", "first", "start", "later", "end", "skew", "wire")}
                for k, v in runs.items()}
         spark_run, local_run = runs["spark"][-1], runs["local"][-1]
         block_s, mb_s = slowest["seconds"], slowest["bytes"] / 1e6 / max(slowest["seconds"], 1e-9)
@@ -271,6 +279,8 @@ def main():
                          mb_s if engine == "spark" else "-", med[engine]["first"], runs[engine][-1]["rounds"],
                          med[engine]["later"], med[engine]["end"], med[engine]["fit"], med[engine]["cpu"],
                          per_round if engine == "spark" else "-",
+                         med["spark"]["skew"] if engine == "spark" else "-",
+                         med["spark"]["wire"] if engine == "spark" else "-",
                          med["spark"]["fit"] / med["local"]["fit"] if engine == "spark" else "-",
                          _same(spark_run["model"], local_run["model"]) if engine == "spark" else "-"])
         print_table(HEADER, rows[-2:])

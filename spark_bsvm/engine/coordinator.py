@@ -53,6 +53,8 @@ class SparkEngine(Engine):
     model.  ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once
     at its k-th round (with ``"times": n``, at the k-th round of each attempt, n times in all);
     ``{"unreachable": pid, "port": port}`` sends partition pid's task to a closed port.
+    ``round_times``: the ``rounds.RoundTimes`` of the rounds so far; when the engine closes, the progress
+    log says where the rounds after the first spent their time.
     """
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
@@ -63,7 +65,7 @@ class SparkEngine(Engine):
         self.n_partitions, self.n_examples = data.n_partitions, data.n_examples
         self.n_features, self.classes, self.scale_gamma = data.n_features, data.classes, data.scale_gamma
         self.n_validation = data.n_validation
-        self._spark = data.spark
+        self._spark, self._progress, self._description = data.spark, data.progress, description
         self._secret = secrets.token_hex(32)
         self._job_group = fit_tag()
         self._job_error = self._rows = None
@@ -76,6 +78,7 @@ class SparkEngine(Engine):
                                "this process is not where the Spark driver runs (a Spark Connect client?); "
                                "coordinate the fit on the executors with coordinatorMode='executor'") from exc
         self.address = (host, self._coordinator.address[1])  # where the tasks connect
+        self.round_times, self._times_logged = self._coordinator.times, False
         task = make_task(data.task_spec(self._secret, address=self.address, fault_injection=fault_injection))
 
         def run_stage():
@@ -124,9 +127,20 @@ class SparkEngine(Engine):
 
     def close(self):
         """Stop the tasks, end the stage and close the coordinator (idempotent)."""
+        self._log_round_times()
         self._coordinator.stop()
         self._thread.join(timeout=60.0)
         if self._thread.is_alive():
             cancel_jobs(self._spark, self._job_group)
             self._thread.join(timeout=60.0)
         self._coordinator.close()
+
+    def _log_round_times(self):
+        """Log where the rounds after the first went, once."""
+        rounds, seconds, slowest, mean = self.round_times.totals(first=1)
+        if rounds and not self._times_logged:
+            self._times_logged = True
+            self._progress.info(
+                "%s: %d rounds after the first took %.2f s: the slowest task of each worked %.2f s (of which "
+                "%.2f s beyond the tasks' mean: partitions of uneven work), the wire %.2f s",
+                self._description, rounds, seconds, slowest, slowest - mean, seconds - slowest)

@@ -34,6 +34,33 @@ class LostTask(Exception):
     and the round must be sent again (the new tasks wait in ``Coordinator.arrived``)."""
 
 
+class RoundTimes:
+    """Where a fit's rounds spent their time, as the coordinator saw them: for each round, the seconds from its
+    request to its last answer, its slowest task's seconds in the partition function and the tasks' mean of
+    those (each task reports its own: ``wire.WORK``).
+
+    A round lasts at least as long as its slowest task works; the rest is the wire (the frames and the three
+    processes scheduled in turn).  The slowest task minus the mean is what the round waited on partitions of
+    uneven work: a task's share of the rows does not fix its share of the work (C-SVC's shrinking keeps more
+    of one partition's rows active than of another's), and each task works on its own cores (one with
+    ``spark.task.cpus`` = 1) while the others wait.  The driver's own work between rounds is not counted,
+    nor, in a fit coordinated on the executors, the coordinating task's own partition.
+    """
+
+    def __init__(self):
+        self.rounds = []  # (seconds, slowest task's work, the tasks' mean work) per round
+
+    def add(self, seconds, work):
+        """Record a round of ``seconds`` whose tasks worked ``work`` seconds (a list, one per task)."""
+        self.rounds.append((seconds, max(work), sum(work) / len(work)))
+
+    def totals(self, first=0):
+        """(rounds, seconds, slowest, mean) summed over the rounds from the ``first``-th on (the first round
+        also waits for the tasks' blocks)."""
+        kept = self.rounds[first:]
+        return (len(kept), *(float(sum(values)) for values in zip(*kept))) if kept else (0, 0.0, 0.0, 0.0)
+
+
 class _Newcomer:
     """A connection that has not sent its whole hello yet: its deadline and the bytes it sent so far."""
 
@@ -49,7 +76,8 @@ class Coordinator:
 
     ``check`` is called about once a second while waiting; it raises to end the wait (the Spark stage
     has failed, say).  ``conns`` holds the tasks that serve rounds, ``arrived`` the tasks admitted
-    since (of a retried stage), ``refused`` counts the connections refused, by reason.
+    since (of a retried stage), ``refused`` counts the connections refused, by reason, ``times`` the
+    ``RoundTimes`` of the rounds gathered.
     """
 
     def __init__(self, host, partitions, secret, check=None):
@@ -63,6 +91,8 @@ class Coordinator:
         self.arrived = {}
         self.newcomers = {}  # {socket: _Newcomer}, oldest first
         self.refused = collections.Counter()
+        self.times = RoundTimes()
+        self._sent = None  # when the current round's request went out
         self._next_check = time.monotonic() + CHECK_INTERVAL
 
     @property
@@ -163,13 +193,15 @@ class Coordinator:
             self._poll([])
 
     def send_all(self, message):
+        self._sent = time.perf_counter()
         for conn in self.conns.values():
             wire.send(conn, message)
 
     def gather(self):
         """{partition id: answer} of every task; LostTask if a task is lost or a retried task connects, a
-        ValueError with the task's message if it reports bad input (retrying cannot help)."""
-        answers = {}
+        ValueError with the task's message if it reports bad input (retrying cannot help).  The round goes
+        into ``times`` (with the seconds the tasks report beside their answers, taken out of them)."""
+        answers, work = {}, []
         pending = dict(self.conns)
         while pending:
             readable = self._poll(list(pending.values()))
@@ -183,7 +215,10 @@ class Coordinator:
                         raise LostTask() from exc
                     if wire.ERROR in answers[pid]:
                         raise ValueError(answers[pid]["message"])
+                    work.append(answers[pid].pop(wire.WORK))
                     del pending[pid]
+        if work:
+            self.times.add(time.perf_counter() - self._sent, work)
         return answers
 
     def stop(self):

@@ -22,6 +22,7 @@ coordinator on the driver rebuilds the new tasks' state from its model.
 import json
 import os
 import socket
+import time
 
 from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import partition_block
@@ -80,7 +81,8 @@ def _faults(injection):
 
 
 def _serve(context, batches, spec):
-    """Serve the coordinator's rounds on this task's partition; the task's output row."""
+    """Serve the coordinator's rounds on this task's partition; the task's output row.  Each answer goes with
+    the seconds its partition function took (``wire.WORK``: the coordinator's ``rounds.RoundTimes``)."""
     from core.partition import PARTITION_FUNCTIONS
 
     pid = context.partitionId()
@@ -113,12 +115,13 @@ def _serve(context, batches, spec):
                 with open(injection["marker"], "a") as marker:
                     marker.write("x")  # one byte per fault
                 raise RuntimeError("fault injected by a test")
+            start = time.perf_counter()
             try:
                 state, answer = PARTITION_FUNCTIONS[name](data, state, request)
             except ValueError as exc:
                 _report(sock, exc)
                 break
-            wire.send(sock, answer)
+            wire.send(sock, dict(answer, **{wire.WORK: time.perf_counter() - start}))
     finally:
         sock.close()
     return {"served": served}

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 STOP = "__stop__"  # the function name of the message that ends a task
 ERROR = "__error__"  # key of a task's error frame: the exception's type name; "message" holds its text
+WORK = "__work__"  # key of the seconds a task spent in the round's partition function, beside its answer
 
 _LENGTH = struct.Struct(">Q")
 MAX_FRAME = 1 << 34  # 16 GiB: anything larger is a corrupt or hostile length

@@ -39,14 +39,26 @@ def _same_model(a, b, atol=1e-9):
 
 
 @pytest.mark.parametrize("method", sorted(FITS))
-def test_spark_fit_equals_local_fit(spark, data, method):
+def test_spark_fit_equals_local_fit(spark, data, method, caplog):
+    """The same model; and the engine times every round and says where the time went when it closes."""
+    caplog.set_level(logging.INFO)
     X, y = data
+    numbers = []
     with SparkEngine(to_df(spark, X, y), num_partitions=2) as engine:
         assert (engine.n_examples, engine.n_features, engine.classes) == (600, 4, [-1.0, 1.0])
-        on_spark = FITS[method](engine)
+        on_spark = FITS[method](_with_hook(engine, numbers.append))
+        times = engine.round_times.rounds
     local = FITS[method](LocalEngine(X, y, n_partitions=2))
     _same_model(on_spark, local)
     assert on_spark.metadata["rounds"] == local.metadata["rounds"]
+    assert len(times) == len(numbers) >= on_spark.metadata["rounds"]  # budget-L2: the rounds of several solves
+    assert all(seconds >= slowest >= mean > 0 for seconds, slowest, mean in times)
+    rounds, seconds, slowest, mean = engine.round_times.totals(first=1)
+    assert rounds == len(times) - 1 and seconds == pytest.approx(sum(t[0] for t in times[1:]))
+    said = [r.getMessage() for r in caplog.records if "rounds after the first took" in r.getMessage()]
+    assert said == [f"spark-bsvm fit: {rounds} rounds after the first took {seconds:.2f} s: the slowest task of each "
+                    f"worked {slowest:.2f} s (of which {slowest - mean:.2f} s beyond the tasks' mean: partitions of "
+                    f"uneven work), the wire {seconds - slowest:.2f} s"]
 
 
 @pytest.mark.parametrize("zeros", [0.3, 0.7], ids=["dense-enough", "sparse"])

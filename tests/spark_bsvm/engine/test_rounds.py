@@ -87,3 +87,20 @@ def test_a_stranger_silent_past_its_deadline_is_dropped_at_the_next_poll(coordin
     assert coordinator.newcomers == {} and not still_open(silent)
     assert coordinator.refused == {"it sent no complete hello within 0s": 1}
     silent.close()
+
+
+def test_a_round_is_timed_and_the_tasks_work_seconds_leave_their_answers(coordinator):
+    tasks = [_task(coordinator.address, pid) for pid in (0, 1)]
+    coordinator.accept_all(timeout=60)
+    for round_number in (1, 2):
+        coordinator.send_all({"function": "f", "round": round_number})
+        for pid, sock in enumerate(tasks):
+            assert wire.recv(sock) == {"function": "f", "round": round_number}
+            wire.send(sock, {"pid": pid, wire.WORK: 0.25 * (pid + 1) * round_number})
+        assert coordinator.gather() == {0: {"pid": 0}, 1: {"pid": 1}}
+    (seconds, slowest, mean), second = coordinator.times.rounds
+    assert (slowest, mean) == (0.5, 0.375) and seconds > 0 and second[1:] == (1.0, 0.75)
+    assert coordinator.times.totals(first=1) == (1, second[0], 1.0, 0.75)
+    assert rounds.RoundTimes().totals() == (0, 0.0, 0.0, 0.0)
+    for sock in tasks:
+        sock.close()
