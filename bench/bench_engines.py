@@ -22,10 +22,14 @@ same representation: CSR where the tasks hold CSR blocks), in one process, alter
     per round   (Spark rounds s - local rounds s) / (rounds - 1), in ms: what a round costs beyond the
                 partition work (the first round and the end are the fixed costs of their own columns; the
                 tenth and earlier sessions divided everything after the engine's start by the rounds)
-    skew, wire  what the Spark fit's rounds after the first took beyond the tasks' mean partition work, in ms
-                per round, as the tasks report it (``rounds.RoundTimes``): skew, each round's slowest task
-                minus the tasks' mean (the partitions' uneven work, each on one core, where LocalEngine runs
-                one partition at a time on both); wire, the round's seconds minus its slowest task's work
+    skew, wire, work
+                the per-round figure taken apart, in ms per round after the first, from what the Spark tasks
+                report (``rounds.RoundTimes``): skew, each round's slowest task minus the tasks' mean (the
+                partitions' uneven work, each task on one core, where LocalEngine runs one partition at a
+                time on both); wire, the round's seconds minus its slowest task's work; work, the Spark tasks'
+                mean work minus LocalEngine's rounds (both partitions' work).  What is left of the per-round
+                figure is the difference in the driver's own work between rounds (the same code on both
+                engines) and the noise of two fit times
     ratio       Spark fit / local fit
     same        both models equal: the same support vectors and coefficients within 1e-8
 
@@ -65,7 +69,7 @@ from core.synthetic import FOREST_ROWS, make_forest_like
 PARTITIONS = 2
 BLOCK_STAGES = 3  # barrier stages that time the tasks' blocks per data set (one varied by up to 2x)
 HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "first s", "rounds", "rounds s", "end s", "fit s", "cpu s",
-          "per round ms", "skew ms", "wire ms", "ratio", "same"]
+          "per round ms", "skew ms", "wire ms", "work ms", "ratio", "same"]
 
 
 def _ijcnn1():
@@ -101,10 +105,11 @@ CASES = {
 
 
 class _Timed:
-    """An engine seen by a solver, counting its rounds and timing the first one."""
+    """An engine seen by a solver, counting its rounds, timing the first one and summing the others' seconds
+    (LocalEngine's: its partitions' work, one partition after the other)."""
 
     def __init__(self, engine):
-        self._engine, self.rounds, self.first = engine, 0, None
+        self._engine, self.rounds, self.first, self.others = engine, 0, None, 0.0
 
     def __getattr__(self, name):
         return getattr(self._engine, name)
@@ -114,6 +119,8 @@ class _Timed:
         answers = self._engine.run(function, request, rebuild)
         if self.rounds == 0:
             self.first = time.perf_counter() - start
+        else:
+            self.others += time.perf_counter() - start
         self.rounds += 1
         return answers
 
@@ -125,13 +132,15 @@ def _fit(make_engine, fit, extra):
         timed = _Timed(engine)
         model = fit(timed, extra)
         trained = time.perf_counter() - wall
-        rounds, seconds, slowest, mean = engine.round_times.totals(first=1) if hasattr(engine, "round_times") \
-            else (0, 0.0, 0.0, 0.0)
+        if hasattr(engine, "round_times"):
+            _, seconds, slowest, work = engine.round_times.totals(first=1)  # work: the tasks' mean
+        else:
+            seconds = slowest = work = timed.others
     end = time.perf_counter() - wall
-    first = timed.first or 0.0  # a fit without rounds
+    first, per_round = timed.first or 0.0, 1e3 / max(timed.rounds - 1, 1)  # a fit without rounds has no first
     return {"model": model, "fit": end, "cpu": time.process_time() - cpu, "start": started,
             "rounds": timed.rounds, "first": first, "later": trained - started - first, "end": end - trained,
-            "skew": 1e3 * (slowest - mean) / max(rounds, 1), "wire": 1e3 * (seconds - slowest) / max(rounds, 1)}
+            "skew": per_round * (slowest - work), "wire": per_round * (seconds - slowest), "work": per_round * work}
 
 
 def _same(a, b):
@@ -269,7 +278,7 @@ def main():
             runs["spark"].append(_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, extra))
             runs["local"].append(_fit(lambda: LocalEngine(X_local, y, n_partitions=PARTITIONS), fit, extra))
         med = {k: {q: statistics.median(r[q] for r in v)
-                   for q in ("fit", "cpu", "first", "start", "later", "end", "skew", "wire")}
+                   for q in ("fit", "cpu", "first", "start", "later", "end", "skew", "wire", "work")}
                for k, v in runs.items()}
         spark_run, local_run = runs["spark"][-1], runs["local"][-1]
         block_s, mb_s = slowest["seconds"], slowest["bytes"] / 1e6 / max(slowest["seconds"], 1e-9)
@@ -281,6 +290,7 @@ def main():
                          per_round if engine == "spark" else "-",
                          med["spark"]["skew"] if engine == "spark" else "-",
                          med["spark"]["wire"] if engine == "spark" else "-",
+                         med["spark"]["work"] - med["local"]["work"] if engine == "spark" else "-",
                          med["spark"]["fit"] / med["local"]["fit"] if engine == "spark" else "-",
                          _same(spark_run["model"], local_run["model"]) if engine == "spark" else "-"])
         print_table(HEADER, rows[-2:])
