@@ -97,17 +97,19 @@ class SparkEngine(Engine):
         data.progress.info("%s: all %d training tasks connected; training", description, self.n_partitions)
 
     def _check_stage(self):
-        if self._job_error is not None:  # bad input never gets here: tasks report it as an error frame
-            raise RuntimeError(f"the training stage failed: {self._job_error}") from self._job_error
         waiting = 0 < len(self._coordinator.conns) < self.n_partitions  # the barrier stage runs, tasks missing
         if waiting and self._thread.is_alive() and stage_partly_ended(self._spark, self._job_group):
             # a task ended without connecting, so it could not reach this coordinator; the connected
             # ones end on STOP, and the stage's rows name the problem
             self._coordinator.stop()
             self._thread.join(timeout=60.0)
-        if not self._thread.is_alive():
-            raise_task_errors(self._rows or [])  # a task that could not reach the coordinator, say
-            raise RuntimeError("the training stage ended before the fit did")
+        if self._thread.is_alive():
+            return
+        # the stage has ended (its thread sets the error or the rows before it ends, so both are read after)
+        if self._job_error is not None:  # bad input never gets here: tasks report it as an error frame
+            raise RuntimeError(f"the training stage failed: {self._job_error}") from self._job_error
+        raise_task_errors(self._rows or [])  # a task that could not reach the coordinator, say
+        raise RuntimeError("the training stage ended before the fit did")
 
     def run(self, function, request, rebuild=None):
         name = function_name(function)  # the tasks look it up in the same table: no code on the wire

@@ -16,7 +16,9 @@ coordinator as a message, not as a failed task: a ``ValueError`` (bad input: an 
 vectors of mixed sizes, NaN features, a partition function refusing its request) is sent as an error
 frame ``{wire.ERROR: "ValueError", "message": ...}`` and the task then ends normally, so Spark does
 not retry what would fail again.  Any other exception fails the task: Spark retries the stage, and a
-coordinator on the driver rebuilds the new tasks' state from its model.
+coordinator on the driver rebuilds the new tasks' state from its model.  A connection closed before
+the first round fails it with the address it reached (the coordinator refused the task, or another
+service listens on that port), which the fit's error shows once Spark gives up.
 """
 
 import json
@@ -106,7 +108,14 @@ def _serve(context, batches, spec):
             data = None
         state = {}
         while data is not None:
-            request = wire.recv(sock)
+            try:
+                request = wire.recv(sock)
+            except ConnectionError as exc:
+                if served:  # the coordinator is gone mid-fit: Spark's retry of the stage resumes it
+                    raise
+                raise ConnectionError(
+                    f"the training task reached {address[0]}:{address[1]}, but the connection closed before its "
+                    "first round: the spark-bsvm coordinator refused it, or something else listens there") from exc
             name = request.pop("function")
             if name == wire.STOP:
                 break

@@ -231,3 +231,23 @@ def test_four_lost_tasks_in_one_fit_resume_to_the_undisturbed_model(spark, data,
     undisturbed = fit(LocalEngine(X, y, n_partitions=2))
     _same_model(disturbed, undisturbed, atol=1e-7)
     assert np.array_equal(disturbed.predict(X), undisturbed.predict(X))
+
+
+def test_a_stage_that_ends_while_the_coordinator_looks_at_it_reports_its_error():
+    """The stage's thread sets its error, then ends; the coordinator's check once read the error first and the
+    thread's end second, so a stage ending in between gave "the training stage ended before the fit did" and
+    lost the error.  Here the thread ends exactly there."""
+    from types import SimpleNamespace
+
+    failure = RuntimeError("Job aborted due to stage failure: the reason")
+    engine = SimpleNamespace(_coordinator=SimpleNamespace(conns={}), n_partitions=2, _job_error=None, _rows=None)
+
+    def ending():  # the thread's last act, between the coordinator's two reads
+        engine._job_error = failure
+        return False
+
+    engine._thread = SimpleNamespace(is_alive=ending)
+    with pytest.raises(RuntimeError, match="^the training stage failed: Job aborted due to stage failure: the "
+                                           "reason$") as raised:
+        SparkEngine._check_stage(engine)
+    assert raised.value.__cause__ is failure

@@ -1,6 +1,7 @@
 """One fit in either coordinator mode: the same model, errors reported once, an unreachable coordinator
 named at once."""
 
+import contextlib
 import socket
 import threading
 
@@ -24,6 +25,15 @@ FITS = {
     "csvc": (fit_csvc, dict(C=3.0, kernel=KERNEL, tol=1e-6, working_set_size=64)),
     "spsvm": (fit_spsvm, dict(max_basis=10, lam=0.1, kernel=KERNEL, kappa=5, seed=3)),
 }
+
+
+@contextlib.contextmanager
+def refused_port():
+    """A port of 127.0.0.1 that refuses connections while the block runs: bound, never listening, so that no
+    other socket takes it meanwhile (a port closed at once was once taken by Spark's own server in between)."""
+    with socket.socket() as reserved:
+        reserved.bind(("127.0.0.1", 0))
+        yield reserved.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -113,14 +123,13 @@ def test_the_coordinating_tasks_warnings_reach_the_driver(data, caplog):
 
 def test_tasks_that_cannot_reach_the_coordinator_fail_the_fit_with_the_fix(data, monkeypatch):
     _, _, df = data
-    with socket.create_server(("127.0.0.1", 0)) as closed:
-        port = closed.getsockname()[1]
-    # the tasks are told a port where nothing listens (on spark.driver.host), as behind a firewall that refuses them
-    monkeypatch.setattr(Coordinator, "address", property(lambda self: ("127.0.0.1", port)))
-    with pytest.raises(RuntimeError, match=rf"cannot reach the spark-bsvm coordinator at \S+:{port} .*"
-                                           r"set spark.driver.host .* coordinatorMode='executor'"):
-        with SparkEngine(df, num_partitions=2):
-            pass
+    with refused_port() as port:
+        # the tasks are told a port that refuses them (on spark.driver.host), as behind a firewall
+        monkeypatch.setattr(Coordinator, "address", property(lambda self: ("127.0.0.1", port)))
+        with pytest.raises(RuntimeError, match=rf"cannot reach the spark-bsvm coordinator at \S+:{port} .*"
+                                               r"set spark.driver.host .* coordinatorMode='executor'"):
+            with SparkEngine(df, num_partitions=2):
+                pass
 
 
 def test_one_task_that_cannot_reach_the_coordinator_ends_the_fit_with_its_message(data):
@@ -128,11 +137,40 @@ def test_one_task_that_cannot_reach_the_coordinator_ends_the_fit_with_its_messag
     stage end, stops the connected one and raises the lost task's message (the coordinator's 600 s wait
     would end in a TimeoutError instead)."""
     _, _, df = data
-    with socket.create_server(("127.0.0.1", 0)) as closed:
-        port = closed.getsockname()[1]
-    with pytest.raises(RuntimeError, match=rf"cannot reach the spark-bsvm coordinator at [^ ]+:{port} "):
-        with SparkEngine(df, num_partitions=2, fault_injection={"unreachable": 1, "port": port}):
-            pass
+    with refused_port() as port:
+        with pytest.raises(RuntimeError, match=rf"cannot reach the spark-bsvm coordinator at [^ ]+:{port} "):
+            with SparkEngine(df, num_partitions=2, fault_injection={"unreachable": 1, "port": port}):
+                pass
+
+
+def test_tasks_sent_to_a_server_that_is_not_the_coordinator_name_the_address(data, monkeypatch):
+    """The tasks reach a server that accepts their connections and closes them unread (another service on that
+    port): each fails with the address, Spark's retries fail alike, and the fit ends with that message, not
+    with a generic one (the stage's end was once read before its error was set)."""
+    _, _, df = data
+    with socket.create_server(("", 0)) as foreign:  # every address: the tasks are told spark.driver.host's
+        port = foreign.getsockname()[1]
+        monkeypatch.setattr(Coordinator, "address", property(lambda self: ("127.0.0.1", port)))
+        stop = threading.Event()
+
+        def close_each_connection():
+            foreign.settimeout(0.2)
+            while not stop.is_set():
+                with contextlib.suppress(OSError):
+                    foreign.accept()[0].close()
+
+        closer = threading.Thread(target=close_each_connection, daemon=True)
+        closer.start()
+        try:
+            with pytest.raises(RuntimeError, match=rf"(?s)^the training stage failed: .*the training task reached "
+                                                   rf"\S+:{port}, but the connection closed before its first "
+                                                   r"round: the spark-bsvm coordinator refused it, or something else "
+                                                   r"listens there"):
+                with SparkEngine(df, num_partitions=2, stage_restarts=0):
+                    pass
+        finally:
+            stop.set()
+            closer.join()
 
 
 def test_a_lost_coordinating_task_restarts_the_fit_to_the_same_model(data, tmp_path):
