@@ -29,7 +29,7 @@ from core.engine import Engine
 from core.partition import function_name
 from spark_bsvm.engine.rounds import Coordinator, LostTask
 from spark_bsvm.engine.session import cancel_jobs, stage_partly_ended
-from spark_bsvm.engine.stage import STAGE_RESTARTS, TrainingData, raise_task_errors
+from spark_bsvm.engine.stage import STAGE_RESTARTS, TrainingData, raise_task_errors, stage_failure
 from spark_bsvm.engine.task import make_task
 
 log = logging.getLogger("spark_bsvm")
@@ -107,7 +107,7 @@ class SparkEngine(Engine):
             return
         # the stage has ended (its thread sets the error or the rows before it ends, so both are read after)
         if self._job_error is not None:  # bad input never gets here: tasks report it as an error frame
-            raise RuntimeError(f"the training stage failed: {self._job_error}") from self._job_error
+            raise RuntimeError(f"the training stage failed: {stage_failure(self._job_error)}") from self._job_error
         raise_task_errors(self._rows or [])  # a task that could not reach the coordinator, say
         raise RuntimeError("the training stage ended before the fit did")
 

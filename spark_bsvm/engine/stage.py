@@ -234,6 +234,30 @@ def _checked_frame(df, columns, tasks):
     return summary, balanced(prepared, summary.partition_rows, _task_count(summary, tasks))
 
 
+PYTHON_WORKER_ERROR = "An exception was thrown from the Python worker:"  # Spark's words before a task's traceback
+
+
+def stage_failure(exc):
+    """What ended a failed training stage, in one line where Spark's message shows it: the exception a task
+    raised (the end of its Python traceback), then Spark's reason (from "Job aborted due to stage failure" to
+    the end of that line); a message of neither kind as it is.  The whole message stays in the cause."""
+    message = str(exc)
+    reason = next((line[line.index(STAGE_ABORTED):].strip() for line in message.splitlines() if STAGE_ABORTED in line),
+                  None)
+    raised = []  # the last unindented lines after the (indented) frames, up to Spark's SQLSTATE or Java frames
+    if PYTHON_WORKER_ERROR in message:
+        for line in message.split(PYTHON_WORKER_ERROR, 1)[1].splitlines()[1:]:
+            if line.startswith((" SQLSTATE", "\t")):
+                break
+            if line.startswith(" "):
+                raised = []
+            elif line.strip():
+                raised.append(line.strip())
+    if raised:
+        return " ".join(raised) + (f" (Spark: {reason})" if reason else "")
+    return reason or message
+
+
 def raise_task_errors(rows):
     """Raise the error a task reported in its output row, if any: a ValueError for bad input, a
     RuntimeError for anything else (a coordinator it could not reach, a failing solver)."""

@@ -18,7 +18,7 @@ from core.model import KernelExpansion
 from core.separation import warn_if_one_class
 from spark_bsvm.engine.coordinator import SparkEngine, fit_tag
 from spark_bsvm.engine.session import is_connect
-from spark_bsvm.engine.stage import STAGE_RESTARTS, HostedFit, TrainingData, raise_task_errors
+from spark_bsvm.engine.stage import STAGE_RESTARTS, HostedFit, TrainingData, raise_task_errors, stage_failure
 from spark_bsvm.engine.task import make_task
 
 log = logging.getLogger("spark_bsvm")
@@ -57,7 +57,10 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
     data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description,
                         validation_col, shared_results)
     spec = data.task_spec(secrets.token_hex(32), fit=HostedFit(function, arguments), fault_injection=fault_injection)
-    rows = data.run_stage(make_task(spec), fit_tag(), stage_restarts)  # the solver's progress: executor's log
+    try:
+        rows = data.run_stage(make_task(spec), fit_tag(), stage_restarts)  # the solver's progress: executor's log
+    except Exception as exc:  # Spark's message, with the task's exception in a Java trace
+        raise RuntimeError(f"the training stage failed: {stage_failure(exc)}") from exc
     raise_task_errors(rows)
     (hosted,) = [row for row in rows if row["model"] is not None]
     for message in hosted["warnings"]:

@@ -15,7 +15,7 @@ from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm.engine import SparkEngine
 from spark_bsvm.engine.rounds import Coordinator
-from spark_bsvm.engine.stage import merges_partitions
+from spark_bsvm.engine.stage import merges_partitions, stage_failure
 from spark_bsvm.engine.training import resolve_mode, train
 from tests.conftest import to_df
 
@@ -145,8 +145,8 @@ def test_one_task_that_cannot_reach_the_coordinator_ends_the_fit_with_its_messag
 
 def test_tasks_sent_to_a_server_that_is_not_the_coordinator_name_the_address(data, monkeypatch):
     """The tasks reach a server that accepts their connections and closes them unread (another service on that
-    port): each fails with the address, Spark's retries fail alike, and the fit ends with that message, not
-    with a generic one (the stage's end was once read before its error was set)."""
+    port): each fails with the address, Spark's retries fail alike, and the fit ends with the task's exception
+    first, in one line (its Java trace stays in the cause)."""
     _, _, df = data
     with socket.create_server(("", 0)) as foreign:  # every address: the tasks are told spark.driver.host's
         port = foreign.getsockname()[1]
@@ -162,15 +162,40 @@ def test_tasks_sent_to_a_server_that_is_not_the_coordinator_name_the_address(dat
         closer = threading.Thread(target=close_each_connection, daemon=True)
         closer.start()
         try:
-            with pytest.raises(RuntimeError, match=rf"(?s)^the training stage failed: .*the training task reached "
-                                                   rf"\S+:{port}, but the connection closed before its first "
-                                                   r"round: the spark-bsvm coordinator refused it, or something else "
-                                                   r"listens there"):
+            with pytest.raises(RuntimeError, match=rf"^the training stage failed: ConnectionError: the training task "
+                                                   rf"reached \S+:{port}, but the connection closed before its "
+                                                   r"first round: the spark-bsvm coordinator refused it, or something "
+                                                   r"else listens there \(Spark: Job aborted due to stage failure: "
+                                                   r"[^\n]*\)$"):
                 with SparkEngine(df, num_partitions=2, stage_restarts=0):
                     pass
         finally:
             stop.set()
             closer.join()
+
+
+ABORTED = ("An error occurred while calling o164.collectToPython.\n: org.apache.spark.SparkException: Job aborted "
+           "due to stage failure: ShuffleMapStage 4 has failed the maximum allowable number of times: 4.\n"
+           "org.apache.spark.api.python.PythonException: [PYTHON_EXCEPTION] An exception was thrown from the Python "
+           "worker: Traceback (most recent call last):\n  File \"task.py\", line 1, in task\n    serve()\n{raised}\n"
+           " SQLSTATE: 38000\n\tat org.apache.spark.api.python.BasePythonRunner.read(PythonRunner.scala:1097)\n")
+
+
+@pytest.mark.parametrize("message, expected", [
+    (ABORTED.format(raised="ConnectionError: no coordinator here"),
+     "ConnectionError: no coordinator here (Spark: Job aborted due to stage failure: ShuffleMapStage 4 has failed "
+     "the maximum allowable number of times: 4.)"),
+    (ABORTED.format(raised="OSError: inner\n\nThe above exception was the direct cause of the following exception:\n"
+                           "\nTraceback (most recent call last):\n  File \"b.py\", line 2, in g\n    g()\n"
+                           "RuntimeError: outer,\non two lines"),
+     "RuntimeError: outer, on two lines (Spark: Job aborted due to stage failure: ShuffleMapStage 4 has failed the "
+     "maximum allowable number of times: 4.)"),
+    ("Job aborted due to stage failure: lost executors", "Job aborted due to stage failure: lost executors"),
+    ("An error occurred while calling o1.collect.\n: Job 3 cancelled", "An error occurred while calling o1.collect."
+                                                                        "\n: Job 3 cancelled"),
+], ids=["task-error", "chained", "spark-only", "other"])
+def test_a_failed_stage_is_told_by_the_tasks_exception_then_sparks_reason(message, expected):
+    assert stage_failure(RuntimeError(message)) == expected
 
 
 def test_a_lost_coordinating_task_restarts_the_fit_to_the_same_model(data, tmp_path):
