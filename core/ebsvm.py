@@ -71,7 +71,6 @@ import time
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 
 from core.config import NJIT
 from core.kernels import KernelSpec, finish_tile
@@ -79,7 +78,7 @@ from core.model import KernelExpansion
 from core.partition.ebsvm import ebsvm_batch, ebsvm_describe
 from core.partition.validation import validate_expansion
 from core.progress import Progress
-from core.rows import as_rows, is_sparse, squared_norms, stack_rows, take_rows
+from core.rows import as_rows, is_sparse, squared_norms, stack_rows, take_rows, to_csr
 from core.selection import check_selection, summed, validation_record
 from core.threads import one_blas_thread
 from core.validation import check_positive
@@ -135,7 +134,7 @@ class EBSVMLearner:
         rows = as_rows(rows, n_features=self.buffer.rows.shape[1])
         self.sparse_input = self.sparse_input or is_sparse(rows)
         x_sq = squared_norms(rows)
-        csr = rows if is_sparse(rows) else sp.csr_matrix(rows)
+        csr = to_csr(rows)
         kernel = (self.kernel.code, self.kernel.gamma, self.kernel.coef0, self.kernel.degree)
         y, weight, ids = (np.ascontiguousarray(v, dtype) for v, dtype in
                           ((y, np.float64), (weight, np.float64), (ids, np.int64)))
@@ -165,7 +164,7 @@ class EBSVMLearner:
         order = np.argsort(buffer.ids[:n], kind="stable")
         rows = buffer.rows[:n][order]
         if self.sparse_input:
-            rows = as_rows(sp.csr_matrix(rows))
+            rows = to_csr(rows)
         if self.n_averaged > 0:
             coef = buffer.acc[:n][order] / max(1, steps - counters[_AVG_FROM] + 1)
         else:

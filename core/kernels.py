@@ -20,12 +20,12 @@ a block and its product with thousands of columns; no gain at 100 columns).
 """
 
 import math
+import sys
 import types
 from dataclasses import asdict, dataclass, replace
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 from numba.core import types as nb_types
 from numba.extending import intrinsic
 
@@ -302,7 +302,8 @@ def _block(X):
     """X itself when it already is a block as ``as_rows`` makes them, else ``as_rows(X)``."""
     if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float64 and X.flags.c_contiguous:
         return X
-    if type(X) is sp.csr_matrix and X.dtype == np.float64 and X.has_canonical_format:
+    if is_sparse(X) and type(X) is sys.modules["scipy.sparse"].csr_matrix and X.dtype == np.float64 \
+            and X.has_canonical_format:
         return X
     return as_rows(X)
 

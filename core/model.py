@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import scipy.sparse as sp
 
 from core.atomic_file import atomic_write
 from core.kernels import KernelSpec, kernel_times
@@ -114,6 +113,8 @@ class KernelExpansion:
                 raise ValueError(f"unsupported model format version {header.get('format_version')}")
             n_features = header["n_features"]
             if header["sparse"]:
+                import scipy.sparse as sp
+
                 sv = sp.csr_matrix((z["sv_data"], z["sv_indices"], z["sv_indptr"]),
                                    shape=(z["sv_indptr"].shape[0] - 1, n_features))
             else:

@@ -318,7 +318,6 @@ def rows_from_arrow(column, n_features, dense=False):
 
 def _rows_from_arrow(chunks, n_features):
     import pyarrow as pa
-    import scipy.sparse as sp
 
     n = sum(len(chunk) for chunk in chunks)
     if pa.types.is_list(chunks[0].type) or pa.types.is_large_list(chunks[0].type):
@@ -337,7 +336,7 @@ def _rows_from_arrow(chunks, n_features):
         # all sparse (VectorAssembler's rows, mostly), no explicit zero: Arrow's lists hold the CSR arrays
         indptr = np.zeros(n + 1, np.int32)
         np.cumsum(lengths, out=indptr[1:])
-        return sp.csr_matrix((data, sparse_indices, indptr), shape=(n, n_features))
+        return _csr(data, sparse_indices, indptr, n_features)
     # CSR in one pass over the flattened lists: a sparse row brings its indices, a dense row the positions
     # 0..p-1; explicit zeros are dropped
     row_of = np.repeat(np.arange(n), lengths)
@@ -346,7 +345,14 @@ def _rows_from_arrow(chunks, n_features):
     indices[np.repeat(kinds == 0, lengths)] = sparse_indices
     keep = data != 0.0
     indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=n))])
-    return sp.csr_matrix((data[keep], indices[keep], indptr), shape=(n, n_features))
+    return _csr(data[keep], indices[keep], indptr, n_features)
+
+
+def _csr(data, indices, indptr, n_features):
+    """The CSR block of these arrays (scipy.sparse imported here: a task of dense rows never needs it)."""
+    import scipy.sparse as sp
+
+    return sp.csr_matrix((data, indices, indptr), shape=(indptr.shape[0] - 1, n_features))
 
 
 def _joined(arrays, dtype=np.float64):

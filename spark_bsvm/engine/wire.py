@@ -17,7 +17,8 @@ import json
 import struct
 
 import numpy as np
-import scipy.sparse as sp
+
+from core.rows import is_sparse
 
 STOP = "__stop__"  # the function name of the message that ends a task
 ERROR = "__error__"  # key of a task's error frame: the exception's type name; "message" holds its text
@@ -45,8 +46,8 @@ def _encode_parts(message):
             spec, blob = _array_spec(value)
             header[key] = {"kind": "array", "arrays": [spec]}
             blobs.append(blob)
-        elif sp.issparse(value):
-            value = sp.csr_matrix(value)
+        elif is_sparse(value):
+            value = value.tocsr()
             specs = [_array_spec(part) for part in (value.data, value.indices, value.indptr)]
             header[key] = {"kind": "csr", "shape": list(value.shape), "arrays": [spec for spec, _ in specs]}
             blobs.extend(blob for _, blob in specs)
@@ -93,6 +94,8 @@ def decode(payload):
             for part in spec["arrays"]:
                 array, offset = _read_array(payload, offset, part)
                 parts.append(array)
+            import scipy.sparse as sp
+
             message[key] = sp.csr_matrix(tuple(parts), shape=tuple(spec["shape"]))
         else:
             raise ValueError(f"unknown value kind {kind!r} in a message")
