@@ -15,7 +15,7 @@ import numpy as np
 from core.atomic_file import atomic_write
 from core.kernels import KernelSpec, kernel_times
 from core.labels import decode_labels
-from core.rows import as_rows, is_sparse, n_rows, squared_norms, take_rows
+from core.rows import as_rows, csr_from_arrays, is_sparse, n_rows, squared_norms, take_rows
 
 FORMAT_VERSION = 1
 
@@ -113,10 +113,8 @@ class KernelExpansion:
                 raise ValueError(f"unsupported model format version {header.get('format_version')}")
             n_features = header["n_features"]
             if header["sparse"]:
-                import scipy.sparse as sp
-
-                sv = sp.csr_matrix((z["sv_data"], z["sv_indices"], z["sv_indptr"]),
-                                   shape=(z["sv_indptr"].shape[0] - 1, n_features))
+                sv = csr_from_arrays(z["sv_data"], z["sv_indices"], z["sv_indptr"],
+                                     (z["sv_indptr"].shape[0] - 1, n_features))
             else:
                 sv = z["sv_dense"]
             ids = z["support_ids"] if "support_ids" in z.files else None

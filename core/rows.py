@@ -53,9 +53,7 @@ def as_rows(X, n_features=None):
         if X.shape[1] > n_features or not is_sparse(X):
             raise ValueError(f"rows have {X.shape[1]} features but {n_features} are expected: "
                              "use the feature count the model or data set was built with")
-        import scipy.sparse as sp
-
-        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+        X = csr_from_arrays(X.data, X.indices, X.indptr, (X.shape[0], n_features))
     return X
 
 
@@ -129,6 +127,14 @@ def to_dense(X):
     if is_sparse(X):
         return X.toarray(order="C")
     return X
+
+
+def csr_from_arrays(data, indices, indptr, shape):
+    """The CSR matrix of ``shape`` over these arrays (not copied).  scipy.sparse is imported here, where sparse
+    rows are made from arrays (a model's, a message's, a task's Arrow lists), and not before (``is_sparse``)."""
+    import scipy.sparse as sp
+
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
 
 
 def to_csr(X):

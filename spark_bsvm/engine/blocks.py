@@ -7,7 +7,7 @@ from pyspark.errors.exceptions.base import IllegalArgumentException
 
 from core.kernels import scale_gamma
 from core.labels import two_classes
-from core.rows import dense_enough, to_dense
+from core.rows import csr_from_arrays, dense_enough, to_dense
 from spark_bsvm.engine.task_threads import use_task_cores
 
 
@@ -336,7 +336,7 @@ def _rows_from_arrow(chunks, n_features):
         # all sparse (VectorAssembler's rows, mostly), no explicit zero: Arrow's lists hold the CSR arrays
         indptr = np.zeros(n + 1, np.int32)
         np.cumsum(lengths, out=indptr[1:])
-        return _csr(data, sparse_indices, indptr, n_features)
+        return csr_from_arrays(data, sparse_indices, indptr, (n, n_features))
     # CSR in one pass over the flattened lists: a sparse row brings its indices, a dense row the positions
     # 0..p-1; explicit zeros are dropped
     row_of = np.repeat(np.arange(n), lengths)
@@ -345,14 +345,7 @@ def _rows_from_arrow(chunks, n_features):
     indices[np.repeat(kinds == 0, lengths)] = sparse_indices
     keep = data != 0.0
     indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=n))])
-    return _csr(data[keep], indices[keep], indptr, n_features)
-
-
-def _csr(data, indices, indptr, n_features):
-    """The CSR block of these arrays (scipy.sparse imported here: a task of dense rows never needs it)."""
-    import scipy.sparse as sp
-
-    return sp.csr_matrix((data, indices, indptr), shape=(indptr.shape[0] - 1, n_features))
+    return csr_from_arrays(data[keep], indices[keep], indptr, (n, n_features))
 
 
 def _joined(arrays, dtype=np.float64):

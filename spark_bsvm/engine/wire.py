@@ -18,7 +18,7 @@ import struct
 
 import numpy as np
 
-from core.rows import is_sparse
+from core.rows import csr_from_arrays, is_sparse
 
 STOP = "__stop__"  # the function name of the message that ends a task
 ERROR = "__error__"  # key of a task's error frame: the exception's type name; "message" holds its text
@@ -94,9 +94,7 @@ def decode(payload):
             for part in spec["arrays"]:
                 array, offset = _read_array(payload, offset, part)
                 parts.append(array)
-            import scipy.sparse as sp
-
-            message[key] = sp.csr_matrix(tuple(parts), shape=tuple(spec["shape"]))
+            message[key] = csr_from_arrays(*parts, tuple(spec["shape"]))
         else:
             raise ValueError(f"unknown value kind {kind!r} in a message")
     return message
