@@ -50,8 +50,9 @@ _GRAM_TILE = 128  # side of a Gram matrix's square tiles
 # per value on one thread).  rbf then takes exp in float32 as well (``_exp32``, twice the vector lanes and half
 # the polynomial: 0.6 against 1.7 ns per value of a 128 x 256 tile, with the exponents), its exponent -gamma
 # ||x - z||^2 taken in float64 as for float64 values and rounded to float32, so a value moves by about
-# gamma (|x|^2 + |z|^2) 1e-7 plus 1e-7 relative; linear and poly finish in float64.  Sums over the values
-# (``kernel_times``) stay float64.  The effect on trained models: ``bench/bench_precision.py``
+# gamma (|x|^2 + |z|^2) 1e-7 plus 1e-7 relative; linear and poly finish in float64.  A block (``kernel_block``)
+# is then stored in float32, rounding linear and poly values once more; sums over the values (``kernel_times``)
+# stay float64.  The effect on trained models: ``bench/bench_precision.py``
 PRECISIONS = ("float64", "float32")
 # numba's pool only for blocks of at least this many operations (multiply-adds plus ~16 for the exp per
 # value), ~10 ms on one core: a pool thread that the scheduler has put aside costs the whole block a
@@ -132,7 +133,8 @@ class KernelSpec:
 
 
 def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False, precision="float64"):
-    """The kernel matrix K[i, j] = K(x_i, z_j), shape (n_x, n_z), float64, C-contiguous; with
+    """The kernel matrix K[i, j] = K(x_i, z_j), shape (n_x, n_z), float64 (float32 with ``precision="float32"``),
+    C-contiguous; with
     ``transposed``, its transpose K(Z, X), shape (n_z, n_x), C-contiguous, each tile written
     transposed (no copy of the block, and X stays the side that is tiled: CSR or many rows).
 
@@ -145,14 +147,15 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False,
     With Z the same object as X (a Gram matrix), only the tiles on and above
     the diagonal are computed and mirrored: half the work, and K exactly
     symmetric.  ``precision="float32"`` takes the dot products, and rbf's
-    exponentials, in float32 (see ``PRECISIONS``).
+    exponentials, in float32 (see ``PRECISIONS``), and stores the block in
+    float32: half the bytes to write, which bound the block's rate.
     """
     symmetric = Z is X and (z_sq_norms is None or z_sq_norms is x_sq_norms) and not transposed
     if symmetric:
         z_sq_norms = x_sq_norms
     X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision)
     n, m = X.shape[0], Z.shape[0]
-    K = np.empty((m, n) if transposed else (n, m))
+    K = np.empty((m, n) if transposed else (n, m), np.float32 if precision == "float32" else np.float64)
     _fill(K, np.arange(m) if transposed else _NO_ROWS, 0, X, Z, args, symmetric, transposed, precision)
     return K
 
@@ -176,6 +179,7 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
 
 
 _NO_ROWS = np.zeros(0, np.int64)  # ``_tiles``' output rows of a block that is not transposed
+_NO_BLOCK = {np.float64: np.zeros((0, 0)), np.float32: np.zeros((0, 0), np.float32)}  # ``_tiles``' stand-ins
 
 
 def _fill(K, out_rows, out_start, X, Z, args, symmetric, transposed, precision):
@@ -193,7 +197,15 @@ def _fill(K, out_rows, out_start, X, Z, args, symmetric, transposed, precision):
     Z_tiles, Z_tiles32 = _column_tiles(Z, cols, precision)
     X, csr = _tile_inputs(X, precision)
     (_tiles if pooled else _tiles_serial)(X, csr, Z_tiles, Z_tiles32, *args, rows, cols, symmetric, transposed,
-                                          out_rows, out_start, workers, K)
+                                          out_rows, out_start, workers, K, *_typed_views(K))
+
+
+def _typed_views(K):
+    """(K, an empty float32 stand-in) for a float64 K, (an empty float64 stand-in, K) for a float32 one: ``_tiles``'
+    views of K of each dtype, through which numba compiles a GEMM that writes into K for either."""
+    if K.dtype == np.float64:
+        return K, _NO_BLOCK[np.float32]
+    return _NO_BLOCK[np.float64], K
 
 
 def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="float64"):
@@ -376,10 +388,11 @@ def _norms(X, given, label):
 
 @numba.njit(**NJIT_PARALLEL)
 def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, transposed,
-           out_rows, out_start, workers, K):
+           out_rows, out_start, workers, K, K64, K32):
     """Fill K tile by tile on ``workers`` threads, X dense (``csr`` holding empty arrays) or ``csr`` = (data,
     indices, indptr, data32) of a CSR X (X an empty stand-in of the same width; ``_tile_inputs``);
-    ``Z_tiles`` and ``Z_tiles32`` from ``_column_tiles``.
+    ``Z_tiles`` and ``Z_tiles32`` from ``_column_tiles``; ``K64``, ``K32``: K as the one of its dtype, the other
+    an empty stand-in (``_typed_views``), for the GEMM of a dense tile of whole rows, which writes into K.
     A dense tile's dot products come from one GEMM.  ``symmetric`` (Z is X, square tiles): the tiles above
     the diagonal also fill their mirror.  ``transposed``: K holds K(Z, X), each tile put in transposed, the
     values of z_j in ``K[out_rows[j], out_start:out_start + n]``."""
@@ -395,11 +408,15 @@ def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, r
             lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
             hi, jhi = min(lo + rows, n), min(jlo + cols, m)
             Zj, Zj32 = _z_tile(Z_tiles, p, jlo, jhi), _z_tile(Z_tiles32, p, jlo, jhi)
-            if n_col_tiles == 1 and not indptr.shape[0] and not transposed and hi - lo > 1 and not Zj32.size:
-                np.dot(X[lo:hi], Zj, K[lo:hi])  # whole rows: the GEMM writes into K
-                finish_tile(code, K[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
+            whole_rows = n_col_tiles == 1 and not indptr.shape[0] and not transposed and hi - lo > 1
+            if whole_rows and K64.size:
+                np.dot(X[lo:hi], Zj, K64[lo:hi])  # whole rows: the GEMM writes into K
+                finish_tile(code, K64[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
+            elif whole_rows and K32.size and code == RBF:
+                np.dot(X[lo:hi].astype(np.float32), Zj32, K32[lo:hi])  # the same, in float32
+                _rbf_values32(K32[lo:hi], x_sq[lo:hi], z_sq, gamma)
             elif not symmetric or jlo >= lo:  # below the diagonal, a symmetric K is the mirror
-                if Zj32.size and code == RBF:  # float32 values, widened as they are stored
+                if Zj32.size and code == RBF:  # float32 values
                     values = _rbf_tile32(X, csr, lo, hi, Zj32, x_sq[lo:hi], z_sq[jlo:jhi], gamma)
                     _put_tile(values, K, lo, jlo, symmetric, transposed, out_rows, out_start)
                 else:
@@ -468,9 +485,15 @@ def _rbf_tile32(X, csr, lo, hi, Zj32, x_sq, z_sq, gamma):
         values = _csr_dots(data32, indices, indptr, Zj32, lo, hi)
     else:
         values = _dense_dots32(X, lo, hi, Zj32)
-    _rbf_exponents(values, x_sq, z_sq, gamma)
-    _exp32_inplace(values.ravel())
+    _rbf_values32(values, x_sq, z_sq, gamma)
     return values
+
+
+@numba.njit(**NJIT)
+def _rbf_values32(dots, x_sq, z_sq, gamma):
+    """The float32 dot products of a C-contiguous tile become its float32 rbf values, in place (``_rbf_tile32``)."""
+    _rbf_exponents(dots, x_sq, z_sq, gamma)
+    _exp32_inplace(dots.ravel())
 
 
 @numba.njit(**NJIT)

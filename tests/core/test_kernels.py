@@ -123,9 +123,11 @@ def test_kernel_rows_into_names_a_store_that_cannot_take_the_rows(problem, messa
 @pytest.mark.parametrize("spec", SPECS[:3], ids=lambda s: s.name)
 @pytest.mark.parametrize("shape", [(1, 9, 5), (9, 1, 5), (300, 30, 12), (20, 300, 6), (700, 300, 54)], ids=str)
 def test_float32_precision_is_the_naive_kernel_of_the_rounded_rows(monkeypatch, spec, shape):
-    """precision="float32": the naive kernel of the rows rounded to float32, with float64 norms (to ~1e-6 of it,
-    the float32 sums' rounding and, for rbf, the float32 exp), the same bits on the pool,
-    transposed, and for one row alone; CSR rows the same (their entries summed in float32 in their own loop)."""
+    """precision="float32": a float32 block, the naive kernel of the rows rounded to float32, with float64 norms
+    (to ~1e-6 of it, the float32 sums' rounding and, for rbf, the float32 exp; linear and poly values rounded
+    to float32 once more as they are stored), the same bits on the pool, transposed, and for one row alone;
+    CSR rows the same (their entries summed in float32 in their own loop).  ``kernel_times`` sums the values
+    before that last rounding."""
     import core.kernels
 
     X, Z = _pairs(*shape, "dense", "dense")
@@ -139,16 +141,20 @@ def test_float32_precision_is_the_naive_kernel_of_the_rounded_rows(monkeypatch, 
         expected = (spec.gamma * dots + spec.coef0) ** spec.degree
     else:
         expected = dots
-    assert_allclose(K, expected, rtol=0, atol=2e-6)
+    stored = 0.0 if spec.name == "rbf" else np.spacing(np.float32(np.abs(expected).max()))  # the last rounding
+    assert K.dtype == np.float32
+    assert_allclose(K, expected, rtol=0, atol=2e-6 + stored)
     assert not np.array_equal(K, kernel_block(X, Z, spec)) or shape[2] < 6  # float32 sums of 6+ features differ
-    assert_allclose(kernel_times(X, Z, spec, coef, precision="float32"), K @ coef, rtol=1e-12, atol=1e-12)
+    sums = np.abs(coef).sum() * stored + 1e-12
+    assert_allclose(kernel_times(X, Z, spec, coef, precision="float32"), K @ coef, rtol=1e-12, atol=sums)
     assert_array_equal(kernel_block(X, Z, spec, precision="float32", transposed=True), K.T)
     assert_array_equal(kernel_block(X[:1], Z, spec, precision="float32")[0], K[0])
     S = sp.csr_matrix(X)
     K_csr = kernel_block(S, Z, spec, precision="float32")
-    assert_allclose(K_csr, expected, rtol=0, atol=2e-6)
+    assert K_csr.dtype == np.float32
+    assert_allclose(K_csr, expected, rtol=0, atol=2e-6 + stored)
     assert not np.array_equal(K_csr, kernel_block(S, Z, spec)) or shape[2] < 6
-    assert_allclose(kernel_times(S, Z, spec, coef, precision="float32"), K_csr @ coef, rtol=1e-12, atol=1e-12)
+    assert_allclose(kernel_times(S, Z, spec, coef, precision="float32"), K_csr @ coef, rtol=1e-12, atol=sums)
     assert_array_equal(kernel_block(S, Z, spec, precision="float32", transposed=True), K_csr.T)
     assert_array_equal(kernel_block(S[:1], Z, spec, precision="float32")[0], K_csr[0])
     for rows in (X, S):  # a Gram matrix (its upper tiles mirrored) as the same rows given twice
