@@ -134,8 +134,7 @@ class KernelSpec:
 
 def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False, precision="float64"):
     """The kernel matrix K[i, j] = K(x_i, z_j), shape (n_x, n_z), float64 (float32 with ``precision="float32"``),
-    C-contiguous; with
-    ``transposed``, its transpose K(Z, X), shape (n_z, n_x), C-contiguous, each tile written
+    C-contiguous; with ``transposed``, its transpose K(Z, X), shape (n_z, n_x), C-contiguous, each tile written
     transposed (no copy of the block, and X stays the side that is tiled: CSR or many rows).
 
     X and Z are row blocks (dense or CSR, see ``core.rows``); anything else is
@@ -463,7 +462,7 @@ def _tile_values(X, csr, lo, hi, Zj, Zj32, code, x_sq, z_sq, gamma, coef0, degre
     """The kernel values of rows lo..hi-1 of X (dense, or CSR as ``csr`` holds it) with the columns of the tile
     Zj, a new float64 (hi - lo, w) tile (``x_sq``, ``z_sq``: the norms of those rows and columns), finished in
     float64; the dot products float32 sums when ``Zj32`` (Zj in float32) is not empty (for rbf in float32 the
-    tile loops take ``_rbf_tile32`` instead)."""
+    tile loops take ``_rbf_tile32``, or ``_rbf_values32`` on a dense block's tile of whole rows, instead)."""
     data, indices, indptr, data32 = csr
     if not indptr.shape[0]:
         dots = _dense_dots32(X, lo, hi, Zj32).astype(np.float64) if Zj32.size else _dense_dots(X, lo, hi, Zj)
@@ -491,7 +490,8 @@ def _rbf_tile32(X, csr, lo, hi, Zj32, x_sq, z_sq, gamma):
 
 @numba.njit(**NJIT)
 def _rbf_values32(dots, x_sq, z_sq, gamma):
-    """The float32 dot products of a C-contiguous tile become its float32 rbf values, in place (``_rbf_tile32``)."""
+    """The float32 dot products of a C-contiguous tile become its float32 rbf values, in place (``_rbf_tile32``,
+    and ``_tiles`` on a float32 block's rows)."""
     _rbf_exponents(dots, x_sq, z_sq, gamma)
     _exp32_inplace(dots.ravel())
 

@@ -121,7 +121,8 @@ def test_kernel_rows_into_names_a_store_that_cannot_take_the_rows(problem, messa
 
 
 @pytest.mark.parametrize("spec", SPECS[:3], ids=lambda s: s.name)
-@pytest.mark.parametrize("shape", [(1, 9, 5), (9, 1, 5), (300, 30, 12), (20, 300, 6), (700, 300, 54)], ids=str)
+@pytest.mark.parametrize("shape", [(1, 9, 5), (9, 1, 5), (300, 30, 12), (2500, 30, 12), (20, 300, 6), (700, 300, 54)],
+                         ids=str)  # (2500, 30, 12): several tiles of whole rows, on the pool below
 def test_float32_precision_is_the_naive_kernel_of_the_rounded_rows(monkeypatch, spec, shape):
     """precision="float32": a float32 block, the naive kernel of the rows rounded to float32, with float64 norms
     (to ~1e-6 of it, the float32 sums' rounding and, for rbf, the float32 exp; linear and poly values rounded
