@@ -92,9 +92,7 @@ def take_rows(X, idx):
     if idx.size == 0:
         idx = idx.astype(np.intp)  # np.asarray([]) is float
     if is_sparse(X):
-        import scipy.sparse as sp
-
-        return sp.csr_matrix(X[idx])
+        return to_csr(X[idx])
     return np.ascontiguousarray(X[idx])
 
 
@@ -112,7 +110,7 @@ def stack_rows(blocks):
         return np.vstack(blocks)
     import scipy.sparse as sp
 
-    return as_rows(sp.vstack([sp.csr_matrix(b) for b in blocks], format="csr"))
+    return as_rows(sp.vstack([to_csr(b) for b in blocks], format="csr"))
 
 
 def squared_norms(X):
