@@ -118,22 +118,23 @@ class _OneDimNewton:
     """Minimises k convex, piecewise-quadratic, C^1 functions of one variable side by side.
 
     Newton steps safeguarded by bisection on a bracket of the minimiser (the derivative is
-    nondecreasing).  A Newton step from x lands on the exact minimiser when the active set at the
-    new point is the one at x (the function is the same quadratic there), which the partitions
-    report as zero ``changes``: so the search ends exactly, usually after 1-3 steps.
+    nondecreasing).  Each evaluation at x also gives the piece around x, the interval on which the
+    function is the quadratic whose derivatives the partitions report (no kink strictly inside; see
+    ``core.partition.spsvm._directional_kernel``).  A Newton step that stays in that piece lands on the
+    exact minimiser (the quadratic's minimum, where the derivative, continuous, is 0), so the search
+    ends there without evaluating it again: usually after 1-2 evaluations.
     """
 
     def __init__(self, x):
         self.x = np.array(x, dtype=np.float64)
-        self.prev = self.x.copy()
         self.lo = np.full(self.x.shape, -np.inf)
         self.hi = np.full(self.x.shape, np.inf)
-        self.exact_step = np.zeros(self.x.shape, bool)
         self.done = np.zeros(self.x.shape, bool)
 
-    def step(self, slope, curvature, changes):
-        """Take the values at ``x``; move the unfinished ones to their next point."""
-        self.done |= (self.exact_step & (changes == 0)) | (slope == 0.0)
+    def step(self, slope, curvature, lower, upper):
+        """Take the derivatives at ``x`` and its piece [``lower``, ``upper``]; move the unfinished ones to
+        their next point.  Returns which moved to an exact minimiser (``landed``: done, at their new x)."""
+        self.done |= slope == 0.0
         self.lo = np.where(slope < 0, self.x, self.lo)
         self.hi = np.where(slope > 0, self.x, self.hi)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -141,9 +142,15 @@ class _OneDimNewton:
             inside = (newton > self.lo) & (newton < self.hi)
             nxt = np.where(inside, newton, 0.5 * (self.lo + self.hi))
         nxt = np.where(np.isfinite(nxt), nxt, self.x)  # no bracket and no curvature: stay
-        self.prev = self.x
+        landed = ~self.done & inside & (lower <= newton) & (newton <= upper)
         self.x = np.where(self.done, self.x, nxt)
-        self.exact_step = inside
+        self.done |= landed
+        return landed
+
+
+def _piece(answers):
+    """The piece around the point the partitions evaluated: their kinks' nearest bounds, combined."""
+    return (np.max([a["lower"] for a in answers], axis=0), np.min([a["upper"] for a in answers], axis=0))
 
 
 class _Fit:
@@ -264,14 +271,18 @@ class _Fit:
         search = _OneDimNewton(np.zeros(k))
         send = rows
         for _ in range(_MAX_ONE_D_ROUNDS):
-            answers = self._run(spsvm_score, {"kernel": self.spec, "rows": send, "coef": search.x,
-                                                "coef_prev": search.prev}, rows=rows)
+            answers = self._run(spsvm_score, {"kernel": self.spec, "rows": send, "coef": search.x}, rows=rows)
             send = None
             loss = sum(a["loss"] for a in answers)
-            slope = reg_slope + self.lam * k_diag * search.x + sum(a["slope"] for a in answers)
-            curvature = self.lam * k_diag + sum(a["curvature"] for a in answers)
-            b = search.x.copy()
-            search.step(slope, curvature, sum(a["changes"] for a in answers))
+            loss_slope, loss_curvature = sum(a["slope"] for a in answers), sum(a["curvature"] for a in answers)
+            slope = reg_slope + self.lam * k_diag * search.x + loss_slope
+            curvature = self.lam * k_diag + loss_curvature
+            evaluated = search.x.copy()
+            landed = search.step(slope, curvature, *_piece(answers))
+            # where a candidate landed, its b and its loss there, exact: the quadratic of its piece
+            moved = np.where(landed, search.x - evaluated, 0.0)
+            loss = loss + moved * loss_slope + 0.5 * moved * moved * loss_curvature
+            b = np.where(landed, search.x, evaluated)
             if search.done.all():
                 break
         decrease = self.loss - (loss + b * reg_slope + 0.5 * self.lam * k_diag * b * b)
@@ -334,18 +345,21 @@ class _Fit:
         reg_slope0 = self.lam * (self.beta[:d] @ k_delta)
         reg_curv = self.lam * (delta @ k_delta)
         search = _OneDimNewton([0.0])
-        search.step(np.array([g @ delta]), np.array([delta @ self.P[:d, :d] @ delta]), np.ones(1))
+        # to the Newton point of P's quadratic, t ~ 1 (the piece around 0 is not known: [0, 0])
+        search.step(np.array([g @ delta]), np.array([delta @ self.P[:d, :d] @ delta]), 0.0, 0.0)
         send = delta
         for rounds in range(1, _MAX_ONE_D_ROUNDS + 1):
-            answers = self._run(spsvm_line, {"direction": send, "step": float(search.x[0]),
-                                               "step_prev": float(search.prev[0])}, direction=delta)
-            send = None
             t = float(search.x[0])
+            answers = self._run(spsvm_line, {"direction": send, "step": t}, direction=delta)
+            send = None
+            lower, upper = _piece(answers)
+            if rounds == 1 and lower < 0.0:  # no kink in [0, t]: P's quadratic holds there, t is exact
+                return t, True
             slope = reg_slope0 + t * reg_curv + sum(a["slope"] for a in answers)
             curvature = reg_curv + sum(a["curvature"] for a in answers)
-            search.step(np.array([slope]), np.array([curvature]), np.array([sum(a["changes"] for a in answers)]))
+            search.step(np.array([slope]), np.array([curvature]), lower, upper)
             if search.done[0]:
-                return t, rounds == 1
+                return float(search.x[0]), False
         return float(search.x[0]), False
 
     def _extend_factor(self, answers):

@@ -202,8 +202,8 @@ class _EngineLosingItsTasks(LocalEngine):
 
 
 @pytest.mark.parametrize("selection, lost_at, function", [
-    ("method2", 1, "spsvm_start"), ("method2", 12, "spsvm_line"), ("method2", 15, "spsvm_gradient"),
-    ("method2", 21, "spsvm_score"), ("method2", 24, "spsvm_add_basis"), ("method1", 13, "spsvm_restore"),
+    ("method2", 1, "spsvm_start"), ("method2", 10, "spsvm_line"), ("method2", 12, "spsvm_gradient"),
+    ("method2", 18, "spsvm_score"), ("method2", 19, "spsvm_add_basis"), ("method1", 12, "spsvm_restore"),
     ("method1", 23, "spsvm_line")])
 def test_partitions_that_lose_their_state_rebuild_it_from_the_driver(data, selection, lost_at, function):
     X, y = data

@@ -25,8 +25,11 @@ def test_directional_sums_match_their_definition(n, k, zero_weights):
     data = _partition(n, zero_weights=zero_weights)
     rng = np.random.default_rng(1)
     o, columns = rng.normal(size=n), rng.normal(size=(k, n))
-    coef, coef_prev = rng.normal(size=k), rng.normal(size=k)
-    loss, slope, curvature, changes = _directional_sums(data, o, columns, coef, coef_prev)
+    coef = rng.normal(size=k)
+    columns[:, ::5] = 0.0  # rows a direction does not move: no kink
+    if n > 1:  # the last direction at b = 0 with row 1 at its kink (r = 0): the piece closes on both sides
+        coef[-1], o[1] = 0.0, data.y[1]
+    loss, slope, curvature, lower, upper = _directional_sums(data, o, columns, coef)
     for c in range(k):  # the loss 1/2 sum w max(0, r)^2 at r = 1 - y (o + b v), and its derivatives in b
         r = 1.0 - data.y * (o + coef[c] * columns[c])
         active = r > 0
@@ -34,8 +37,26 @@ def test_directional_sums_match_their_definition(n, k, zero_weights):
         assert loss[c] == pytest.approx(0.5 * np.sum(w * r * r), rel=1e-12, abs=1e-12)
         assert slope[c] == pytest.approx(-np.sum(w * data.y * columns[c] * r), rel=1e-12, abs=1e-12)
         assert curvature[c] == pytest.approx(np.sum(w * columns[c] ** 2), rel=1e-12, abs=1e-12)
-        before = 1.0 - data.y * (o + coef_prev[c] * columns[c]) > 0
-        assert changes[c] == np.count_nonzero(active != before)
+        moving = columns[c] != 0  # the kinks: where r_i = 0 along b, for the rows the direction moves
+        kinks = coef[c] + r[moving] / (data.y * columns[c])[moving]
+        below, above = kinks[kinks <= coef[c]], kinks[kinks >= coef[c]]
+        assert lower[c] == pytest.approx(below.max() if below.size else -np.finfo(float).max, rel=1e-12)
+        assert upper[c] == pytest.approx(above.min() if above.size else np.finfo(float).max, rel=1e-12)
+    if n > 1:
+        assert lower[-1] == upper[-1] == 0.0
+
+
+def test_the_loss_is_one_quadratic_on_the_piece():
+    data = _partition(200, seed=4)
+    rng = np.random.default_rng(5)
+    o, column, b = rng.normal(size=200), rng.normal(size=(1, 200)), 0.3
+    loss, slope, curvature, lower, upper = _directional_sums(data, o, column, [b])
+    for t in np.linspace(lower[0], upper[0], 7):  # the ends included: the loss is C^1
+        quadratic = loss[0] + slope[0] * (t - b) + 0.5 * curvature[0] * (t - b) ** 2
+        assert _directional_sums(data, o, column, [t])[0][0] == pytest.approx(quadratic, rel=1e-12, abs=1e-12)
+    beyond = upper[0] + 0.5 * (upper[0] - lower[0])  # past a kink: another quadratic
+    quadratic = loss[0] + slope[0] * (beyond - b) + 0.5 * curvature[0] * (beyond - b) ** 2
+    assert _directional_sums(data, o, column, [beyond])[0][0] != pytest.approx(quadratic, rel=1e-9)
 
 
 def test_scoring_keeps_one_kernel_row_per_candidate():
@@ -43,7 +64,7 @@ def test_scoring_keeps_one_kernel_row_per_candidate():
     candidates = np.random.default_rng(2).standard_normal((3, 4))
     state, _ = spsvm_start(data, None, {"capacity": 4})
     state, answer = spsvm_score(data, state, {"kernel": KERNEL.to_dict(), "rows": candidates,
-                                              "coef": np.zeros(3), "coef_prev": np.zeros(3)})
+                                              "coef": np.zeros(3)})
     expected = 1.0 + naive_kernel(candidates, data.rows, KERNEL)
     np.testing.assert_allclose(state["cand"], expected, rtol=1e-12)
     np.testing.assert_allclose(basis_kernel(data.rows, candidates, KERNEL, transposed=True), expected, rtol=1e-12)
