@@ -23,6 +23,10 @@ Each stage (one new basis function):
      columns once per re-optimisation instead of once per stage (that matrix-vector product per
      stage was a fifth of a fit's time at d = 1,000); the driver appends them to P's Cholesky factor
      as one block (``CholeskyFactor.extend``).  Between re-optimisations nothing needs P.
+     Method 2's stages chain their rounds: a first score round also fetches the next draw's candidates,
+     kappa + 1 of them before the best is known (the next draw's kappa are those without the row that
+     joins the basis), and the round that adds the best also runs the next stage's first score round
+     when no re-optimisation comes between: two rounds a stage where a Newton step lands at once.
   4. On the stages of section 6.1's schedule, |J| = floor(2^(p/4)) for some integer p
      (``retrain="schedule"``, the default), or on every stage (``retrain="always"``), and always
      on the last one, beta is re-optimised by Newton's method (section 2.1, eq. 6):
@@ -68,8 +72,8 @@ from core.cholesky import CholeskyFactor
 from core.kernels import KernelSpec, kernel_diag
 from core.model import KernelExpansion
 from core.progress import Progress
-from core.partition.spsvm import (BIAS_TERM, basis_kernel, spsvm_add_basis, spsvm_gradient, spsvm_line, spsvm_restore,
-                                  spsvm_score, spsvm_start)
+from core.partition.spsvm import (BIAS_TERM, SCORE_SUMS, basis_kernel, spsvm_add_basis, spsvm_gradient, spsvm_line,
+                                  spsvm_restore, spsvm_score, spsvm_start)
 from core.rows import as_rows, n_rows, stack_rows, take_rows
 from core.selection import check_selection, summed, validation_record
 from core.threads import one_blas_thread
@@ -176,6 +180,8 @@ class _Fit:
         self.rank_one_changes = 0
         self.refactorisations = 0
         self.validation = (np.nan, np.nan)  # (error, loss) on the validation rows of the partitions' model
+        self.first_scores = None  # the answers of the next score's first round, when ``add`` ran it
+        self.prefetched = None  # the candidates the last score's first round fetched: (row keys, ids, rows)
         request = {"capacity": capacity}
         answers = engine.run(spsvm_start, request, rebuild=lambda: request)
         self.loss = sum(a["loss"] for a in answers)
@@ -187,15 +193,20 @@ class _Fit:
 
     # ---- adding a basis function ------------------------------------------------------------
 
-    def add(self, row, ident, coef, next_draw, scored=None, checkpoint=False):
-        """Append the basis function of ``row`` with coefficient ``coef``; fetch the next candidates.
+    def add(self, row, ident, coef, next_draw, scored=None, checkpoint=False, score_rows=None):
+        """Append the basis function of ``row`` with coefficient ``coef``; fetch the candidates of
+        ``next_draw`` (a ``candidate_draw``): their row keys, ids and rows.
 
         ``scored``: the row's index among the candidates of the last ``score``, whose kernel values
-        the partitions and the driver then reuse (None: the row was not scored).
+        the partitions and the driver then reuse (None: the row was not scored).  ``score_rows``: the
+        next stage's candidates, whose first score round the partitions then run in the same round
+        (at b = 0, after the update): ``self.first_scores`` keeps its answers for ``score``.
         """
         answers = self._run(spsvm_add_basis, dict(next_draw, kernel=self.spec, row=row,
                                                     scored=-1 if scored is None else int(scored),
-                                                    coef=float(coef), checkpoint=checkpoint))
+                                                    coef=float(coef), checkpoint=checkpoint, score_rows=score_rows))
+        if score_rows is not None:
+            self.first_scores = [{name: a["score_" + name] for name in SCORE_SUMS} for a in answers]
         d = self.d
         scored_rows, halves = self.scored
         if scored in halves:  # K'_cJ and R^-T K'_Jc from the span test of ``score``
@@ -221,7 +232,7 @@ class _Fit:
     def fetch(self, draw):
         """Row keys, ids and rows of the candidates of ``draw`` (a ``candidate_draw``; no basis change)."""
         answers = self._run(spsvm_add_basis, dict(draw, kernel=self.spec, row=None,
-                                                    scored=-1, coef=0.0, checkpoint=False))
+                                                    scored=-1, coef=0.0, checkpoint=False, score_rows=None))
         return self._fetched(answers, draw["kappa"])
 
     def _singular(self, d):
@@ -256,22 +267,29 @@ class _Fit:
 
     # ---- Method 2 scores ----------------------------------------------------------------
 
-    def score(self, rows, check_all=False):
+    def score(self, rows, check_all=False, prefetch=None):
         """(decrease of f, best b) of each candidate by eq. 7's 1-D minimisation; -inf for candidates in
         the span of the basis (duplicates, near-duplicates, combinations; see ``_SPAN_RTOL``).
 
         The span test costs O(d^2) per candidate, so by default it runs only from the best decrease
         down until a candidate passes it: the argmax is the same as with every candidate tested, and
         the candidates below it keep their decrease untested.  ``check_all`` tests every candidate.
+        The first round's answers are ``self.first_scores`` when ``add`` ran that round (it is then
+        cleared); else the first round also fetches the candidates of ``prefetch`` (a
+        ``candidate_draw``, or None), kept in ``self.prefetched``.
         """
         d, k = self.d, n_rows(rows)
         k_cand = basis_kernel(rows, self.rows, self.kernel) if d else np.zeros((k, 0))
         k_diag = kernel_diag(rows, self.kernel) + BIAS_TERM
         reg_slope = self.lam * (k_cand @ self.beta[:d])  # lambda K'_jJ beta
         search = _OneDimNewton(np.zeros(k))
-        send = rows
+        send, answers, self.first_scores = rows, self.first_scores, None
         for _ in range(_MAX_ONE_D_ROUNDS):
-            answers = self._run(spsvm_score, {"kernel": self.spec, "rows": send, "coef": search.x}, rows=rows)
+            if answers is None:
+                fetch = prefetch if send is not None and prefetch is not None else candidate_draw(None, 0, 0, ())
+                answers = self._run(spsvm_score, dict(fetch, kernel=self.spec, rows=send, coef=search.x), rows=rows)
+                if fetch["kappa"]:
+                    self.prefetched = self._fetched(answers, fetch["kappa"])
             send = None
             loss = sum(a["loss"] for a in answers)
             loss_slope, loss_curvature = sum(a["slope"] for a in answers), sum(a["curvature"] for a in answers)
@@ -285,6 +303,7 @@ class _Fit:
             b = np.where(landed, search.x, evaluated)
             if search.done.all():
                 break
+            answers = None
         decrease = self.loss - (loss + b * reg_slope + 0.5 * self.lam * k_diag * b * b)
         halves = {}
         self.scored = (k_cand, halves)
@@ -480,8 +499,10 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
         warming = bool(warm)
         if warming:  # the warm start's rows first, each a lone candidate
             keys, ids, rows = np.zeros(1, np.uint64), np.array([-1], np.int64), warm.pop(0)
+        # Method 2 chains its stages' rounds (the module doc, step 3): a first score round fetches the next draw
+        prefetch = candidate_draw(draw + 1, kappa + 1, seed, taken) if selection == "method2" and not warming else None
         if len(keys):
-            decrease, coef = fit.score(rows, check_all=selection == "method1")
+            decrease, coef = fit.score(rows, check_all=selection == "method1", prefetch=prefetch)
         else:
             decrease, coef = np.zeros(0), np.zeros(0)
         if selection == "method1":
@@ -498,18 +519,28 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
             if not decrease.size or failures >= _MAX_FAILED_DRAWS:
                 stop_reason = "no candidates left" if not decrease.size else "only candidates in the basis' span"
                 break
-            keys, ids, rows = fit.fetch(candidate_draw(draw, kappa, seed, taken))
+            keys, ids, rows = (_without(fit.prefetched, None, kappa) if prefetch is not None
+                               else fit.fetch(candidate_draw(draw, kappa, seed, taken)))
             continue
         failures = 0
         best = int(np.argmax(decrease))
         if not warming:
             taken = np.insert(taken, np.searchsorted(taken, keys[best]), keys[best])
         last = fit.d + 1 == max_basis
-        next_draw = candidate_draw(None if last or warm else draw, kappa, seed, taken)
+        retrained = fit.d + 1 in schedule or last
         chosen = take_rows(rows, [best])
         chosen_id, chosen_coef = ids[best], coef[best]
-        keys, ids, rows = fit.add(chosen, chosen_id, chosen_coef, next_draw, scored=best)
-        retrained = fit.d in schedule or last
+        if prefetch is not None and not last:
+            following = _without(fit.prefetched, keys[best], kappa)
+            if retrained or not len(following[0]):  # a re-optimisation moves o first: its score round comes after
+                fit.add(chosen, chosen_id, chosen_coef, candidate_draw(None, 0, 0, ()), scored=best)
+            else:
+                fetch = candidate_draw(draw + 1, kappa + 1, seed, taken)  # the draw after the following
+                fit.prefetched = fit.add(chosen, chosen_id, chosen_coef, fetch, scored=best, score_rows=following[2])
+            keys, ids, rows = following
+        else:
+            next_draw = candidate_draw(None if last or warm else draw, kappa, seed, taken)
+            keys, ids, rows = fit.add(chosen, chosen_id, chosen_coef, next_draw, scored=best)
         if retrained:
             fit.newton()
         after = fit.objective
@@ -541,6 +572,14 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
                             engine.n_features, meta, np.array(fit.ids, np.int64))
     kept = meta.get("validation", {}).get("kept_size", fit.d)
     return model if kept == fit.d else truncate(model, kept)
+
+
+def _without(candidates, key, kappa):
+    """The first ``kappa`` of ``candidates`` (row keys, ids and rows, in draw order) whose row key is not ``key``
+    (None: any)."""
+    keys, ids, rows = candidates
+    keep = np.flatnonzero(keys != key)[:kappa] if key is not None else np.arange(min(kappa, len(keys)))
+    return keys[keep], ids[keep], take_rows(rows, keep)
 
 
 def _rows_of(block, n_features):

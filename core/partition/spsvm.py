@@ -28,7 +28,7 @@ import numpy as np
 from core.config import NJIT_SUMS
 from core.kernels import KernelSpec, _bits, _float, kernel_block
 from core.partition.validation import validation_sums
-from core.rows import take_rows
+from core.rows import n_rows, take_rows
 from core.sampling import row_keys, smallest_drawn
 
 BIAS_TERM = 1.0  # K' = K + 1: the kernel of the feature map (1, phi(x))
@@ -170,10 +170,12 @@ def spsvm_add_basis(data, state, request):
     Request: ``kernel``, ``row`` (a one-row block, or None to only fetch), ``scored`` (the row's
     index among the candidates of the last ``spsvm_score``, whose kernel column the partition
     keeps, or -1; a rebuilt task computes the column from ``row``), ``coef``, ``checkpoint``
-    (save o, I and d first, for ``spsvm_restore``), and the next candidates' ``draw``, ``seed``,
-    ``kappa`` and ``taken`` (see ``_drawn``).
-    Answer: the ``loss`` after the update; this partition's candidates (``fetched_draw_keys``,
-    ``fetched_row_keys``, ``fetched_ids``, ``fetched_rows``); the validation sums after the update.
+    (save o, I and d first, for ``spsvm_restore``), ``score_rows`` (None, or the next stage's
+    candidates: their first ``spsvm_score`` round, at b = 0, runs here after the update), and the
+    candidates to fetch: ``draw``, ``seed``, ``kappa`` and ``taken`` (see ``_drawn``).
+    Answer: the ``loss`` after the update; with ``score_rows``, that score round's sums, named
+    ``score_`` + ``SCORE_SUMS``; this partition's candidates (``_fetched_answer``); the validation sums
+    after the update.
     """
     state = _rebuilt(data, state, request)
     answer = {}
@@ -200,10 +202,20 @@ def spsvm_add_basis(data, state, request):
     residual = np.maximum(1.0 - data.y * state["o"], 0.0)
     answer["loss"] = 0.5 * float(data.weight @ (residual * residual))
     answer.update(_validation_answer(data, state))
-    local, drawn, keys = _drawn(data, state, request)
-    answer.update(fetched_draw_keys=drawn, fetched_row_keys=keys, fetched_ids=data.ids[local],
-                  fetched_rows=take_rows(data.rows, local))
+    if request["score_rows"] is not None:
+        rows = request["score_rows"]
+        sums = _score_sums(data, state, request["kernel"], rows, np.zeros(n_rows(rows)))
+        answer.update({"score_" + name: value for name, value in sums.items()})
+    answer.update(_fetched_answer(data, state, request))
     return state, answer
+
+
+def _fetched_answer(data, state, request):
+    """This partition's candidates of the request's draw (``_drawn``; none for draw -1) as answer entries:
+    ``fetched_draw_keys``, ``fetched_row_keys``, ``fetched_ids``, ``fetched_rows``."""
+    local, drawn, keys = _drawn(data, state, request)
+    return {"fetched_draw_keys": drawn, "fetched_row_keys": keys, "fetched_ids": data.ids[local],
+            "fetched_rows": take_rows(data.rows, local)}
 
 
 def spsvm_restore(data, state, request):
@@ -217,20 +229,31 @@ def spsvm_restore(data, state, request):
     return state, {}
 
 
+SCORE_SUMS = ("loss", "slope", "curvature", "lower", "upper")  # a score round's answer per candidate
+
+
+def _score_sums(data, state, kernel, rows, coef):
+    """The candidates' directional sums at ``coef`` (``_directional_sums``, named as ``SCORE_SUMS``), their
+    kernel rows first computed from ``rows`` when given (kept in ``state["cand"]`` for the next rounds)."""
+    if rows is not None:
+        state["cand"] = basis_kernel(data.rows, rows, kernel, x_sq_norms=data.sq_norms, transposed=True)
+    return dict(zip(SCORE_SUMS, _directional_sums(data, state["o"], state["cand"], coef)))
+
+
 def spsvm_score(data, state, request):
     """Method 2's one-dimensional problems: the loss of o + b_c K'(., x_c) for each candidate c.
 
     Request: ``kernel``, ``rows`` (the candidates' block, sent in the first round of a stage,
-    None afterwards) and ``coef`` (b_c).  Answer per candidate: ``loss``, ``slope`` and
-    ``curvature`` (first and second derivative in b_c) of the loss at b_c, and ``lower`` and
-    ``upper``: this partition's nearest kinks around b_c (``_directional_sums``).
+    None afterwards), ``coef`` (b_c) and the candidates to fetch meanwhile (``draw``, ``seed``,
+    ``kappa``, ``taken``: see ``_drawn``; draw -1 for none).  Answer per candidate (``SCORE_SUMS``):
+    ``loss``, ``slope`` and ``curvature`` (first and second derivative in b_c) of the loss at b_c,
+    and ``lower`` and ``upper``, this partition's nearest kinks around b_c (``_directional_sums``);
+    and the fetched candidates (``_fetched_answer``).
     """
     state = _rebuilt(data, state, request)
-    if request["rows"] is not None:
-        state["cand"] = basis_kernel(data.rows, request["rows"], request["kernel"], x_sq_norms=data.sq_norms,
-                                     transposed=True)
-    loss, slope, curvature, lower, upper = _directional_sums(data, state["o"], state["cand"], request["coef"])
-    return state, {"loss": loss, "slope": slope, "curvature": curvature, "lower": lower, "upper": upper}
+    answer = _score_sums(data, state, request["kernel"], request["rows"], request["coef"])
+    answer.update(_fetched_answer(data, state, request))
+    return state, answer
 
 
 def spsvm_line(data, state, request):

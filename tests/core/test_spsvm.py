@@ -201,13 +201,17 @@ class _EngineLosingItsTasks(LocalEngine):
         return super().run(function, request)
 
 
-@pytest.mark.parametrize("selection, lost_at, function", [
-    ("method2", 1, "spsvm_start"), ("method2", 10, "spsvm_line"), ("method2", 12, "spsvm_gradient"),
-    ("method2", 18, "spsvm_score"), ("method2", 19, "spsvm_add_basis"), ("method1", 12, "spsvm_restore"),
-    ("method1", 23, "spsvm_line")])
-def test_partitions_that_lose_their_state_rebuild_it_from_the_driver(data, selection, lost_at, function):
+@pytest.mark.parametrize("selection, max_basis, lost_at, function", [
+    ("method2", 10, 1, "spsvm_start"), ("method2", 10, 10, "spsvm_line"), ("method2", 10, 12, "spsvm_gradient"),
+    ("method2", 10, 18, "spsvm_score"), ("method2", 10, 19, "spsvm_add_basis"),
+    # with 20 basis functions, some stages retrain no more: a first score round fetches the next draw (round 57),
+    # the round that adds the best also runs the next stage's first score round (58, 87), then its second (88)
+    ("method2", 20, 57, "spsvm_score"), ("method2", 20, 58, "spsvm_add_basis"), ("method2", 20, 87, "spsvm_add_basis"),
+    ("method2", 20, 88, "spsvm_score"),
+    ("method1", 4, 12, "spsvm_restore"), ("method1", 4, 23, "spsvm_line")])
+def test_partitions_that_lose_their_state_rebuild_it_from_the_driver(data, selection, max_basis, lost_at, function):
     X, y = data
-    args = dict(max_basis=10 if selection == "method2" else 4, lam=0.1, kernel=KERNEL, kappa=4, selection=selection)
+    args = dict(max_basis=max_basis, lam=0.1, kernel=KERNEL, kappa=4, selection=selection)
     engine = _EngineLosingItsTasks(X, y, n_partitions=2, lost_at=lost_at)
     disturbed = fit_spsvm(engine, **args)
     assert engine.lost_in == function

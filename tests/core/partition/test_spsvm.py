@@ -5,10 +5,12 @@ import pytest
 
 from core.kernels import KernelSpec
 from core.partition.data import PartitionData
-from core.partition.spsvm import _directional_sums, basis_kernel, spsvm_score, spsvm_start
+from core.partition.spsvm import (SCORE_SUMS, _directional_sums, basis_kernel, spsvm_add_basis, spsvm_score,
+                                  spsvm_start)
 from tests.naive import naive_kernel
 
 KERNEL = KernelSpec("rbf", gamma=0.5)
+NO_DRAW = {"draw": -1, "seed": 0, "kappa": 0, "taken": np.zeros(0, np.uint64)}  # fetch no candidates
 
 
 def _partition(n, seed=0, zero_weights=False):
@@ -64,8 +66,34 @@ def test_scoring_keeps_one_kernel_row_per_candidate():
     candidates = np.random.default_rng(2).standard_normal((3, 4))
     state, _ = spsvm_start(data, None, {"capacity": 4})
     state, answer = spsvm_score(data, state, {"kernel": KERNEL.to_dict(), "rows": candidates,
-                                              "coef": np.zeros(3)})
+                                              "coef": np.zeros(3), **NO_DRAW})
     expected = 1.0 + naive_kernel(candidates, data.rows, KERNEL)
     np.testing.assert_allclose(state["cand"], expected, rtol=1e-12)
     np.testing.assert_allclose(basis_kernel(data.rows, candidates, KERNEL, transposed=True), expected, rtol=1e-12)
     assert answer["loss"] == pytest.approx(np.full(3, 0.5 * data.weight.sum()))
+    assert answer["fetched_ids"].size == 0
+
+
+def test_adding_a_basis_function_runs_the_next_first_score_round_as_a_score_round_would():
+    data = _partition(60, seed=6)
+    rng = np.random.default_rng(7)
+    scored, following = rng.standard_normal((2, 4)), rng.standard_normal((3, 4))
+    draw = {"draw": 4, "seed": 1, "kappa": 3, "taken": np.zeros(0, np.uint64)}
+    results = []
+    for merged in (False, True):
+        state, _ = spsvm_start(data, None, {"capacity": 4})
+        state, _ = spsvm_score(data, state, {"kernel": KERNEL.to_dict(), "rows": scored, "coef": np.zeros(2),
+                                             **NO_DRAW})
+        add = {"kernel": KERNEL.to_dict(), "row": scored[1:], "scored": 1, "coef": 0.7, "checkpoint": False}
+        state, added = spsvm_add_basis(data, state, dict(add, score_rows=following if merged else None, **draw))
+        if merged:
+            answer = {name: added["score_" + name] for name in SCORE_SUMS}
+        else:
+            state, answer = spsvm_score(data, state, {"kernel": KERNEL.to_dict(), "rows": following,
+                                                      "coef": np.zeros(3), **NO_DRAW})
+        assert added["fetched_ids"].size == 3  # the draw's candidates either way
+        results.append((answer, state["cand"]))
+    (separate, cand), (merged, merged_cand) = results
+    np.testing.assert_array_equal(merged_cand, cand)
+    for name in SCORE_SUMS:
+        np.testing.assert_array_equal(merged[name], separate[name])
