@@ -66,8 +66,9 @@ def _directional_kernel(o, y, w, columns, coef, loss, slope, curvature, below, a
     above it: example i's term changes its quadratic only where r_i = 0, at b + t_i, t_i = r_i / (y_i v_i)
     (none for v_i = 0: an infinity or NaN, which no comparison below takes; a kink at b itself, t_i = +-0,
     closes both sides).  The distances, never negative, are compared as the integers of their bits (the
-    same order): a minimum of integers vectorises where one of floats does not here (8x slower).
-    Branch-free over a contiguous row, so it vectorises (a third slower than the sums alone)."""
+    same order): a minimum of integers vectorises where numba's minimum of floats did not (25,000 rows x 10
+    directions: 0.19 ms a pass, against 1.04 ms with float minima and 0.13 ms for the sums alone).
+    Branch-free over a contiguous row, so it vectorises."""
     for c in range(columns.shape[0]):
         b, column = coef[c], columns[c]
         sq_sum, slope_sum, curvature_sum = 0.0, 0.0, 0.0
@@ -261,7 +262,7 @@ def spsvm_line(data, state, request):
 
     Request: ``direction`` (delta, sent in the first round of a line search, None afterwards) and
     ``step`` (t).  Answer: ``loss``, ``slope``, ``curvature`` in t and the nearest kinks around t,
-    ``lower`` and ``upper`` (``_directional_kernel``).
+    ``lower`` and ``upper`` (``_directional_sums``).
     """
     state = _rebuilt(data, state, request)
     if request["direction"] is not None:
