@@ -6,6 +6,7 @@ from scipy.optimize import minimize_scalar
 
 from core.engine import LocalEngine
 from core.kernels import KernelSpec, kernel_block
+from core.partition.spsvm import spsvm_add_basis, spsvm_score
 from core.sampling import row_keys
 from core.spsvm import _Fit, candidate_draw, fit_spsvm, retrain_sizes, truncate
 from core.synthetic import make_rings
@@ -123,6 +124,26 @@ def test_candidates_depend_on_seed_stage_and_rows_only(data):
     everything = sorted(set(row_keys(X, 0).tolist()))
     assert len(fetch(LocalEngine(X, y), 0, everything[:-1])[0]) == 1
     assert len(fetch(LocalEngine(X, y), 0, everything)[0]) == 0
+
+
+def test_chained_rounds_score_the_candidates_a_fetch_would_give(data):
+    X, y = data
+    scored, merged = [], []  # the rows of each stage's first score round; whether an add round ran it
+
+    class Recording(LocalEngine):
+        def run(self, function, request, rebuild=None):
+            rows = request.get("score_rows") if function is spsvm_add_basis else request.get("rows")
+            if function in (spsvm_add_basis, spsvm_score) and rows is not None:
+                scored.append(np.array(rows))
+                merged.append(function is spsvm_add_basis)
+            return super().run(function, request, rebuild)
+
+    model = fit_spsvm(Recording(X, y, n_partitions=2), max_basis=20, lam=0.1, kernel=KERNEL, kappa=4)
+    assert len(scored) == 20 and 0 < sum(merged) < 20  # some stages chained, the re-optimising ones not
+    basis_keys = row_keys(model.support_vectors, 0)  # in the order the rows joined
+    for stage, rows in enumerate(scored):  # no draw failed here: stage d scores draw d
+        fit = _Fit(LocalEngine(X, y, n_partitions=3), KERNEL, 0.1, 5, 1e-10, 50)
+        np.testing.assert_array_equal(rows, fit.fetch(candidate_draw(stage, 4, 0, basis_keys[:stage]))[2])
 
 
 def test_method1_is_at_least_as_greedy_as_method2(data):
