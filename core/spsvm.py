@@ -26,7 +26,8 @@ Each stage (one new basis function):
      Method 2's stages chain their rounds: a first score round also fetches the next draw's candidates,
      kappa + 1 of them before the best is known (the next draw's kappa are those without the row that
      joins the basis), and the round that adds the best also runs the next stage's first score round
-     when no re-optimisation comes between: two rounds a stage where a Newton step lands at once.
+     when no re-optimisation comes between: two rounds a stage whose searches land from their second
+     evaluation (one, where they land from b = 0).
   4. On the stages of section 6.1's schedule, |J| = floor(2^(p/4)) for some integer p
      (``retrain="schedule"``, the default), or on every stage (``retrain="always"``), and always
      on the last one, beta is re-optimised by Newton's method (section 2.1, eq. 6):
@@ -85,6 +86,7 @@ SELECTIONS = ("method2", "method1")
 RETRAINS = ("schedule", "always")
 _REFACTOR_SHARE = 8  # more than d / 8 rank-one changes cost more than a LAPACK refactorisation
 _MAX_ONE_D_ROUNDS = 50  # safeguarded Newton rounds of a line search or candidate score
+_NEAR_ZERO = 16 * np.finfo(np.float64).eps  # a kink within this share of t of 0 is taken to be at 0
 _MAX_FAILED_DRAWS = 100  # consecutive draws with only candidates in the basis' span before giving up
 # a candidate c is (numerically) in the span of the basis when lambda times its squared distance from
 # that span in the feature space of K', s_c = K'_cc - K'_cJ K'_JJ^-1 K'_Jc, is below this share of its
@@ -372,7 +374,9 @@ class _Fit:
             answers = self._run(spsvm_line, {"direction": send, "step": t}, direction=delta)
             send = None
             lower, upper = _piece(answers)
-            if rounds == 1 and lower < 0.0:  # no kink in [0, t]: P's quadratic holds there, t is exact
+            # no kink in [0, t] (lower, t - |r_i / (y_i z_i)|, is off by t's rounding): P's quadratic holds there,
+            # t is exact
+            if rounds == 1 and 0.0 < t and lower < -_NEAR_ZERO * t:
                 return t, True
             slope = reg_slope0 + t * reg_curv + sum(a["slope"] for a in answers)
             curvature = reg_curv + sum(a["curvature"] for a in answers)
@@ -500,7 +504,8 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
         if warming:  # the warm start's rows first, each a lone candidate
             keys, ids, rows = np.zeros(1, np.uint64), np.array([-1], np.int64), warm.pop(0)
         # Method 2 chains its stages' rounds (the module doc, step 3): a first score round fetches the next draw
-        prefetch = candidate_draw(draw + 1, kappa + 1, seed, taken) if selection == "method2" and not warming else None
+        chained = selection == "method2" and not warming and fit.d + 1 < max_basis
+        prefetch = candidate_draw(draw + 1, kappa + 1, seed, taken) if chained else None
         if len(keys):
             decrease, coef = fit.score(rows, check_all=selection == "method1", prefetch=prefetch)
         else:

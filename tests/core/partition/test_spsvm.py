@@ -61,6 +61,21 @@ def test_the_loss_is_one_quadratic_on_the_piece():
     assert _directional_sums(data, o, column, [beyond])[0][0] != pytest.approx(quadratic, rel=1e-9)
 
 
+def test_kinks_within_rounding_of_b_close_the_piece_and_those_at_0_stay_within_the_line_search_s_margin():
+    eps = np.finfo(float).eps
+    data = PartitionData.build(np.zeros((1, 4)), np.array([1.0]), np.ones(1), np.arange(1))
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        b, v = rng.uniform(0.1, 10.0), rng.uniform(-5.0, 5.0)
+        o = np.array([1.0 - b * v])  # r = 1 - (o + b v) = 0 but for rounding: the row sits at its kink
+        _, _, _, lower, upper = _directional_sums(data, o, np.array([[v]]), [b])
+        assert lower[0] <= b <= upper[0] and upper[0] - lower[0] <= 16 * eps * b
+        # a row at its kink at 0 (margin exactly 0) seen from t: its kink comes back as t - |r / v|, off by t's
+        # rounding, within the share of t that core.spsvm's line search takes for 0
+        _, _, _, lower, _ = _directional_sums(data, np.array([1.0]), np.array([[v]]), [b])
+        assert abs(lower[0]) <= 16 * eps * b
+
+
 def test_scoring_keeps_one_kernel_row_per_candidate():
     data = _partition(50)
     candidates = np.random.default_rng(2).standard_normal((3, 4))
