@@ -1,9 +1,9 @@
 """What a lost coordinating task costs a fit coordinated on the executors (``coordinatorMode='executor'``).
 
-On ``local[2,3]`` (two slots, failed tasks retried), one SpSVM-2 fit (d = 100, lambda = 0.1, gamma =
+On ``local[2,3]`` (two slots), one SpSVM-2 fit (d = 100, lambda = 0.1, gamma =
 0.5) on 20,000 make_rings rows, 2 partitions, is run undisturbed, then again with the Python worker of
 the task hosting the coordinator killed (SIGKILL, through the engine's test hook) at half of its
-rounds.  Spark fails the barrier stage, retries it, and the fit starts over.  Printed: both wall
+rounds.  Spark fails the barrier stage, the fit starts a new one and starts over.  Printed: both wall
 times, the rounds, and whether the models are equal.  A script, not a test (a minute of fitting).
 
     python -m bench.check_lost_coordinator [--rows 20000]

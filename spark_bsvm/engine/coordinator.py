@@ -12,13 +12,11 @@ The coordinator listens only while a fit runs, on ``spark.driver.bindAddress``
 connect to ``spark.driver.host``, and serves only tasks that present the
 per-fit secret.
 
-Fault tolerance: a barrier stage whose task fails is retried as a whole;
-the new tasks connect again, and the driver re-sends the round as its
-``rebuild`` request, which rebuilds each partition's state from the
-driver's current model.  The fit resumes where it was.  When Spark gives
-up on the stage (more lost tasks than its stage attempts allow), the
-stage is started again, ``stage_restarts`` times at most, and the fit
-resumes the same way.
+Fault tolerance: a barrier stage whose task fails is aborted as a whole
+and started again (``stage_restarts`` times at most); the new tasks
+connect again, and the driver re-sends the round as its ``rebuild``
+request, which rebuilds each partition's state from the driver's current
+model.  The fit resumes where it was.
 """
 
 import logging
@@ -48,11 +46,11 @@ class SparkEngine(Engine):
     ``address``: the (host, port) the tasks connect to.
     ``validation_col``: ``stage.TrainingData``'s (the validation rows the engine's ``n_validation`` counts).
     ``shared_results``: ``stage.TrainingData``'s (the data's checks shared by the fits of one ``fitMultiple``).
-    ``stage_restarts``: how many times the training stage is started again after Spark aborted it (its
-    tasks were lost more often than Spark's stage attempts allow); the new tasks resume from the driver's
-    model.  ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once
-    at its k-th round (with ``"times": n``, at the k-th round of each attempt, n times in all);
-    ``{"unreachable": pid, "port": port}`` sends partition pid's task to a closed port.
+    ``stage_restarts``: how many times the training stage is started again after a task was lost (Spark
+    aborts the stage); the new tasks resume from the driver's model.  ``fault_injection``: test hook,
+    ``{"round": k, "marker": path}`` makes partition 0 fail once at its k-th round (with ``"times": n``, at
+    the k-th round of each attempt, n times in all); ``{"unreachable": pid, "port": port}`` sends partition
+    pid's task to a closed port.
     ``round_times``: the ``rounds.RoundTimes`` of the rounds so far; when the engine closes, the progress
     log says where the rounds after the first spent their time.
     """
@@ -122,7 +120,7 @@ class SparkEngine(Engine):
             except (LostTask, ConnectionError, OSError):
                 if rebuild is None:
                     raise RuntimeError("a training task was lost and this round cannot rebuild its state")
-                log.warning("a training task was lost; waiting for the retried stage to reconnect")
+                log.warning("a training task was lost; waiting for the restarted stage to reconnect")
                 self._coordinator.accept_all()
                 message = dict(rebuild(), function=name)
         raise RuntimeError("training tasks were lost four times in one round; giving up")

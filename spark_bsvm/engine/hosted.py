@@ -6,8 +6,8 @@ tasks through ``BarrierTaskContext.allGather``, computes its own partition in-pr
 (``TaskEngine``) and runs the same core training function the driver would run; the trained model
 leaves the stage as that task's output row, with the solver's warnings.
 
-A lost task fails the whole barrier stage, this task included: Spark retries the stage and the fit
-starts over (the driver-side coordinator instead resumes from its model).
+A lost task fails the whole barrier stage, this task included: the stage starts again
+(``stage.TrainingData.run_stage``) and the fit starts over (the driver-side coordinator instead resumes from its model).
 """
 
 import json
@@ -37,7 +37,7 @@ class TaskEngine(Engine):
         self.fault_injection = spec.fault_injection
 
     def run(self, function, request, rebuild=None):
-        # no rebuild here: a lost task ends the stage, and the retried stage starts the fit over
+        # no rebuild here: a lost task ends the stage, and the restarted stage starts the fit over
         self.rounds += 1
         injection = self.fault_injection
         if injection and self.rounds == injection["round"] and not os.path.exists(injection["marker"]):
@@ -81,8 +81,8 @@ def host_fit(context, batches, spec):
             model = spec.fit.function(engine, **spec.fit.arguments)
             warn_if_one_class(engine, model)
         except LostTask:
-            raise  # the stage is failing: Spark retries it as a whole
-        except Exception as exc:  # a bug or bad input: the same again on a retry, so it ends the fit
+            raise  # the stage is failing: it starts again as a whole
+        except Exception as exc:  # a bug or bad input: the same again on a restart, so it ends the fit
             return {"error_type": type(exc).__name__, "error": str(exc)}
         finally:
             logger.removeHandler(warnings)

@@ -30,7 +30,7 @@ CHECK_INTERVAL = 1.0  # seconds between calls of the coordinator's ``check`` whi
 
 
 class LostTask(Exception):
-    """A task's connection broke, or a task of a retried stage connected: the current tasks are gone
+    """A task's connection broke, or a task of a restarted stage connected: the current tasks are gone
     and the round must be sent again (the new tasks wait in ``Coordinator.arrived``)."""
 
 
@@ -76,7 +76,7 @@ class Coordinator:
 
     ``check`` is called about once a second while waiting; it raises to end the wait (the Spark stage
     has failed, say).  ``conns`` holds the tasks that serve rounds, ``arrived`` the tasks admitted
-    since (of a retried stage), ``refused`` counts the connections refused, by reason, ``times`` the
+    since (of a restarted stage), ``refused`` counts the connections refused, by reason, ``times`` the
     ``RoundTimes`` of the rounds gathered.
     """
 

@@ -19,7 +19,9 @@ OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, war
 UNREACHABLE = "Unreachable"  # error_type of a task that could not connect to the coordinator
 MISSING = "Missing"  # error_type of a task whose executor cannot import spark-bsvm or what it needs
 STAGE_ABORTED = "Job aborted due to stage failure"  # Spark's message when a stage failed too often
-STAGE_RESTARTS = 3  # default of how many times a fit starts its training stage again after Spark aborted it
+# default of how many times a fit starts its training stage again after a task was lost: the 16 attempts a fit
+# had when Spark also retried the stage (its 4 consecutive attempts, 4 times)
+STAGE_RESTARTS = 15
 
 
 def output_schema():
@@ -80,7 +82,7 @@ def balanced(prepared, partition_rows, n_partitions):
     shuffle; data that is already even (one file per slot, say) is read as it is.  The counts come from
     the checks' pass over the data: deciding costs no extra pass.
 
-    Why it works: Spark's round robin (sorted first, so a retried stage gets the same rows) deals each
+    Why it works: Spark's round robin (sorted first, so a restarted stage gets the same rows) deals each
     input partition's rows to consecutive output partitions from a start seeded by the input partition,
     so the output sizes differ by at most the number of input partitions, and every output partition gets
     a row once one input partition holds ``n_partitions`` rows.  Data too small for that (fewer rows in
@@ -184,9 +186,13 @@ class TrainingData:
                         self.scale_gamma, n_validation=self.n_validation, dense=self.dense, **kwargs)
 
     def run_stage(self, task, tag, restarts=0):
-        """Run ``task`` on every partition in one barrier stage; the tasks' output rows.  When Spark aborts
-        the stage (its tasks failed more often than its stage attempts allow), start it again, at most
-        ``restarts`` times: the new tasks connect to the coordinator as a retried stage's would."""
+        """Run ``task`` on every partition in one barrier stage; the tasks' output rows.  When a task fails,
+        Spark aborts the stage (a barrier result stage is not retried); start it again, at most ``restarts``
+        times: the new tasks connect to the coordinator again.
+
+        Why a result stage: a shuffle after the barrier stage would make it a map stage, which Spark retries
+        as a whole by itself, but its result stage costs a fit ~0.09 s more at its end (budget-L1 on ijcnn1,
+        ``bench/bench_engines.py``); this loop's new stage resumes the fit as Spark's retry would."""
         self.progress.info("%s: starting %d training tasks on %d rows x %d features (each converts its rows and "
                            "compiles its kernels before the first round)", self.description, self.n_partitions,
                            self.n_examples, self.n_features)
@@ -196,16 +202,13 @@ class TrainingData:
                 with tagged_jobs(self.spark, tag, f"{self.description} ({self.n_examples} rows, "
                                                   f"{self.n_partitions} tasks)"), \
                         row_sized_arrow_batches(self.spark, row_bytes(self.n_features)):
-                    # the shuffle after the barrier stage makes it a map stage: Spark retries failed barrier
-                    # map stages as a whole, but aborts the job when a barrier result stage fails
-                    return stage.repartition(1).collect()
+                    return stage.collect()
             except Exception as exc:
                 message = str(exc)
                 if restart == restarts or STAGE_ABORTED not in message:  # cancelled, say
                     raise
                 self.progress.warning("%s: %s; starting the training stage again (restart %d of at most %d)",
-                                      self.description, message[message.index(STAGE_ABORTED):].splitlines()[0],
-                                      restart + 1, restarts)
+                                      self.description, stage_failure(exc), restart + 1, restarts)
 
 
 def _task_count(summary, tasks):

@@ -14,11 +14,11 @@ row's message; in a fit coordinated on the executors all tasks share the outcome
 The task says hello before it builds its block, so that a problem with its rows reaches the
 coordinator as a message, not as a failed task: a ``ValueError`` (bad input: an empty partition,
 vectors of mixed sizes, NaN features, a partition function refusing its request) is sent as an error
-frame ``{wire.ERROR: "ValueError", "message": ...}`` and the task then ends normally, so Spark does
-not retry what would fail again.  Any other exception fails the task: Spark retries the stage, and a
+frame ``{wire.ERROR: "ValueError", "message": ...}`` and the task then ends normally, so the stage
+does not start again to fail again.  Any other exception fails the task: the stage starts again, and a
 coordinator on the driver rebuilds the new tasks' state from its model.  A connection closed before
 the first round fails it with the address it reached (the coordinator refused the task, or another
-service listens on that port), which the fit's error shows once Spark gives up.
+service listens on that port), which the fit's error shows once its restarts are spent.
 """
 
 import json
@@ -111,7 +111,7 @@ def _serve(context, batches, spec):
             try:
                 request = wire.recv(sock)
             except ConnectionError as exc:
-                if served:  # the coordinator is gone mid-fit: Spark's retry of the stage resumes it
+                if served:  # the coordinator is gone mid-fit: the restarted stage resumes it
                     raise
                 raise ConnectionError(
                     f"the training task reached {address[0]}:{address[1]}, but the connection closed before its "
@@ -162,7 +162,7 @@ def make_task(spec):
     It refers to nothing of spark-bsvm by name: Spark ships it whole, ``spec`` travels as bytes, and the
     task imports this module itself.  An executor without spark-bsvm (or a package it needs) then
     ends its task at once with an output row that says so, where a reference to this module would
-    fail to unpickle, deep in a Java trace, after Spark's retries."""
+    fail to unpickle, deep in a Java trace, after the stage's restarts."""
     from pyspark import cloudpickle
 
     payload, schema, missing = cloudpickle.dumps(spec), output_schema(), MISSING

@@ -48,7 +48,7 @@ class CSVC(_BSVMEstimator, _CSVCParams, _CSVCSetters):
                  degree=3, coef0=0.0, C=1.0, tol=1e-3, maxIter=20000, workingSetSize=1024, predictionCol="prediction",
                  rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, thresholds=None,
                  predictionPrecision="float64", seed=0, calibrationFraction=0.0, numPartitions=None,
-                 coordinatorMode="auto", maxStageRestarts=3):
+                 coordinatorMode="auto", maxStageRestarts=15):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -79,7 +79,7 @@ class BudgetSVM(_BSVMEstimator, _BudgetSVMParams, _BudgetSVMSetters):
                  degree=3, coef0=0.0, C=1.0, budget=100, norm="l1", prune=False, tol=1e-3, maxIter=20000,
                  workingSetSize=1024, predictionCol="prediction", rawPredictionCol="rawPrediction",
                  probabilityCol="probability", threshold=0.0, thresholds=None, predictionPrecision="float64", seed=0,
-                 calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto", maxStageRestarts=3):
+                 calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto", maxStageRestarts=15):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -151,7 +151,7 @@ class SlantSparsifier(_BSVMEstimator, _SlantParams, _SlantSetters):
                  maxSupport=None, aggressive=False, maxIter=100000, candidatesPerClass=None, predictionCol="prediction",
                  rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, thresholds=None,
                  predictionPrecision="float64", seed=0, calibrationFraction=0.0, numPartitions=None,
-                 coordinatorMode="auto", maxStageRestarts=3, validationIndicatorCol=None, validationFraction=0.0,
+                 coordinatorMode="auto", maxStageRestarts=15, validationIndicatorCol=None, validationFraction=0.0,
                  selectSupportSize="end", selectTolerance=0.0, etaGrid=None):
         super().__init__()
         self._set(**self._input_kwargs)
@@ -204,7 +204,7 @@ class L0SVM(_BSVMEstimator, _L0SVMParams, _L0SVMSetters):
                  initialSet="random", initialSize=500, tol=1e-6, maxIter=20000, workingSetSize=1024,
                  predictionCol="prediction", rawPredictionCol="rawPrediction", probabilityCol="probability",
                  threshold=0.0, thresholds=None, predictionPrecision="float64", seed=0, calibrationFraction=0.0,
-                 numPartitions=None, coordinatorMode="auto", maxStageRestarts=3):
+                 numPartitions=None, coordinatorMode="auto", maxStageRestarts=15):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -243,7 +243,7 @@ class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams, _EBSVMSetters):
                  degree=3, coef0=0.0, budget=100, regParam=1e-4, epochs=1, batchSize=1024, etaTheta=1.0,
                  averageFraction=0.1, predictionCol="prediction", rawPredictionCol="rawPrediction",
                  probabilityCol="probability", threshold=0.0, thresholds=None, predictionPrecision="float64", seed=0,
-                 calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto", maxStageRestarts=3,
+                 calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto", maxStageRestarts=15,
                  checkpoints=None, validationIndicatorCol=None, validationFraction=0.0, selectSupportSize="end",
                  selectTolerance=0.0, gammaGrid=None, regParamGrid=None):
         super().__init__()
@@ -296,7 +296,7 @@ class SpSVM(_BSVMEstimator, _SpSVMParams, _SpSVMSetters):
                  retrain="schedule", tol=1e-6, maxIter=50, initialModelPath=None, predictionCol="prediction",
                  rawPredictionCol="rawPrediction", probabilityCol="probability", threshold=0.0, thresholds=None,
                  predictionPrecision="float64", seed=0, calibrationFraction=0.0, numPartitions=None,
-                 coordinatorMode="auto", maxStageRestarts=3, validationIndicatorCol=None, validationFraction=0.0,
+                 coordinatorMode="auto", maxStageRestarts=15, validationIndicatorCol=None, validationFraction=0.0,
                  selectSupportSize="end", selectTolerance=0.0, gammaGrid=None, regParamGrid=None):
         super().__init__()
         self._set(**self._input_kwargs)

@@ -119,10 +119,9 @@ class _BSVMParams(_ProbabilisticClassifierParams, HasSeed):
                             "Spark Connect clients), or 'auto' (executor under Spark Connect, else driver)",
                             TypeConverters.toString)
     maxStageRestarts = Param(Params._dummy(), "maxStageRestarts", "how many times a fit starts its training stage "
-                             "again after Spark aborted it (its tasks were lost more often than Spark's stage "
-                             "attempts allow, spark.stage.maxConsecutiveAttempts); with coordinatorMode 'driver' "
-                             "the new stage resumes from the driver's model, with 'executor' the fit starts over; "
-                             "0 = never (integer >= 0)", TypeConverters.toInt)
+                             "again after a task was lost (Spark aborts the stage at a task's failure); with "
+                             "coordinatorMode 'driver' the new stage resumes from the driver's model, with "
+                             "'executor' the fit starts over; 0 = never (integer >= 0)", TypeConverters.toInt)
     predictionPrecision = Param(Params._dummy(), "predictionPrecision", "how transform computes the dot products "
                                 "of the feature vectors with the support vectors: 'float64', or 'float32' (summed "
                                 "in float32, rbf's exponentials too: less CPU, decision values moved by up to "

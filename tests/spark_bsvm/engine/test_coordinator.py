@@ -216,8 +216,8 @@ def test_nothing_shown_outside_the_driver_carries_a_part_of_the_secret(spark, da
 
 
 def test_four_lost_tasks_in_one_fit_resume_to_the_undisturbed_model(spark, data, tmp_path):
-    """Partition 0's task fails at the 4th round of each attempt, four times: more than Spark's stage
-    attempts allow (local[2,3]), so Spark aborts the stage and the engine starts a new one."""
+    """Partition 0's task fails at the 4th round of each attempt, four times: each time Spark aborts the
+    barrier stage and the engine starts a new one, which resumes from the driver's model."""
     X, y = data
     marker = tmp_path / "faults-injected"
 

@@ -145,7 +145,7 @@ def test_one_task_that_cannot_reach_the_coordinator_ends_the_fit_with_its_messag
 
 def test_tasks_sent_to_a_server_that_is_not_the_coordinator_name_the_address(data, monkeypatch):
     """The tasks reach a server that accepts their connections and closes them unread (another service on that
-    port): each fails with the address, Spark's retries fail alike, and the fit ends with the task's exception
+    port): each fails with the address, and the fit (no restarts) ends with the task's exception
     first, in one line (its Java trace stays in the cause)."""
     _, _, df = data
     with socket.create_server(("", 0)) as foreign:  # every address: the tasks are told spark.driver.host's
@@ -200,7 +200,7 @@ def test_a_failed_stage_is_told_by_the_tasks_exception_then_sparks_reason(messag
 
 def test_a_lost_coordinating_task_restarts_the_fit_to_the_same_model(data, tmp_path):
     """The Python worker hosting the coordinator (executor mode) is killed at the fit's 5th round: Spark
-    retries the barrier stage (local[2,3] allows retries) and the fit starts over to the same model."""
+    aborts the barrier stage, the fit starts a new one and starts over, to the same model."""
     _, _, df = data
     function, arguments = FITS["spsvm"]
     undisturbed = train(df, function, arguments, num_partitions=2, mode="executor")

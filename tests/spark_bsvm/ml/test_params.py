@@ -199,7 +199,7 @@ def test_max_stage_restarts_reaches_the_training_stage(spark, monkeypatch):
     for mode in ("driver", "executor"):
         CSVC(gamma=0.5, numPartitions=2, coordinatorMode=mode, maxStageRestarts=7).fit(df)
     SpSVM(maxBasis=3, gamma=0.5, numPartitions=2).fit(df)
-    assert restarts == [7, 7, STAGE_RESTARTS] and CSVC().getMaxStageRestarts() == STAGE_RESTARTS == 3
+    assert restarts == [7, 7, STAGE_RESTARTS] and CSVC().getMaxStageRestarts() == STAGE_RESTARTS == 15
 
 
 def test_every_estimator_is_in_the_base():
