@@ -7,13 +7,12 @@ reach), and, from the task that coordinated a fit on the executors, the model an
 warnings.
 """
 
-import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from core.progress import progress_logger
 from spark_bsvm.engine.blocks import check_schema, check_training_data, check_validation_column
-from spark_bsvm.engine.session import barrier_tasks, is_connect, row_sized_arrow_batches, tagged_jobs
+from spark_bsvm.engine.session import barrier_tasks, row_sized_arrow_batches, tagged_jobs
 
 OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
 UNREACHABLE = "Unreachable"  # error_type of a task that could not connect to the coordinator
@@ -47,25 +46,9 @@ def row_bytes(n_features):
     return 12 * n_features + 64
 
 
-MERGING_NODES = re.compile(r"\b(Coalesce \d+|Union|GlobalLimit|LocalLimit|CollectLimit)\b")
-
-
-def merges_partitions(df):
-    """Whether the last stage of ``df``'s physical plan (the nodes above its last shuffle) merges partitions
-    (a ``coalesce``, a ``union``, a limit): Spark refuses a barrier stage over such a chain
-    (``BarrierJobUnsupportedRDDChainException``) even when the partition count is the one wanted.  Read from
-    the text ``explain`` prints, the one view of the plan both classic and Spark Connect sessions give,
-    asked for as a string (capturing stdout would catch other threads' output under parallel fits)."""
-    if is_connect(df.sparkSession):
-        text = df._explain_string()
-    else:
-        text = df.sparkSession._jvm.PythonSQLUtils.explainString(df._jdf.queryExecution(), "simple")
-    for line in text.splitlines():
-        if "Exchange" in line or "ShuffleQueryStage" in line:
-            return False
-        if MERGING_NODES.search(line):
-            return True
-    return False
+# in the error of a job whose barrier stage reads partitions that another RDD of that stage merged (a
+# coalesce, say): Spark refuses such a job when it is submitted, before any task starts
+MERGED_PARTITIONS = "BarrierJobUnsupportedRDDChainException"
 
 
 SKEW_TOLERANCE = 1.1  # a partition may hold up to 10% more rows than its share before the rows are dealt again
@@ -73,7 +56,7 @@ SKEW_TOLERANCE = 1.1  # a partition may hold up to 10% more rows than its share 
 
 def balanced(prepared, partition_rows, n_partitions):
     """``prepared`` as ``n_partitions`` non-empty partitions of nearly equal size: as it is when it already is
-    (``partition_rows``: {partition id: rows} of its non-empty partitions), else dealt again, round robin.
+    (``partition_rows``: {partition id: rows} of its non-empty partitions), else ``dealt_again``.
 
     Why deal again: every round waits for the slowest task, whose work grows with its rows, so a partition
     holding k times its share makes every round of the fit about k times slower (and an empty one has
@@ -81,6 +64,23 @@ def balanced(prepared, partition_rows, n_partitions):
     thousands of passes a fit's rounds make.  So more than ``SKEW_TOLERANCE`` times the share is worth a
     shuffle; data that is already even (one file per slot, say) is read as it is.  The counts come from
     the checks' pass over the data: deciding costs no extra pass.
+
+    Not seen here: empty partitions after the last non-empty one (no row names them), so an input whose
+    partitions ``0 .. n_partitions - 1`` are even and whose further ones are all empty is read as it is,
+    with those extra tasks; and partitions that the stage's own plan merges from others (a ``coalesce``),
+    which Spark refuses under a barrier stage even at the wanted count: ``TrainingData.run_stage`` deals
+    those again when Spark refuses the stage.
+    """
+    share = -(-sum(partition_rows.values()) // n_partitions)
+    even = max(partition_rows.values()) <= SKEW_TOLERANCE * share
+    if sorted(partition_rows) == list(range(n_partitions)) and even:
+        return prepared
+    return dealt_again(prepared, partition_rows, n_partitions)
+
+
+def dealt_again(prepared, partition_rows, n_partitions):
+    """``prepared``'s rows (``partition_rows``: {partition id: rows} of its non-empty partitions) dealt into
+    ``n_partitions`` non-empty partitions of nearly equal size, round robin (a shuffle).
 
     Why it works: Spark's round robin (sorted first, so a restarted stage gets the same rows) deals each
     input partition's rows to consecutive output partitions from a start seeded by the input partition,
@@ -90,17 +90,9 @@ def balanced(prepared, partition_rows, n_partitions):
     partitioner samples ~100 rows a task (``spark.sql.execution.rangeExchange.sampleSizePerPartition``:
     all of such small data; one small job) and cuts the ids into ranges of about n / ``n_partitions``
     rows (a ``coalesce(1)`` before the round robin would not do: Spark's optimizer drops it).
-
-    Not seen here: empty partitions after the last non-empty one (no row names them), so an input whose
-    partitions ``0 .. n_partitions - 1`` are even and whose further ones are all empty is read as it is,
-    with those extra tasks.
     """
     from pyspark.sql import functions as F
 
-    share = -(-sum(partition_rows.values()) // n_partitions)
-    even = max(partition_rows.values()) <= SKEW_TOLERANCE * share
-    if sorted(partition_rows) == list(range(n_partitions)) and even and not merges_partitions(prepared):
-        return prepared
     if max(partition_rows.values()) < n_partitions:
         row = "_spark_bsvm_row"
         numbered = prepared.withColumn(row, F.monotonically_increasing_id())
@@ -176,6 +168,7 @@ class TrainingData:
                                                         lambda: (df, *_checked_frame(df, columns, tasks)))
         self.classes, self.n_examples, self.n_features = summary.classes, summary.n_rows, summary.n_features
         self.scale_gamma, self.n_partitions = summary.scale_gamma, _task_count(summary, tasks)
+        self.partition_rows = summary.partition_rows
         self.n_validation, self.dense = summary.n_validation, summary.dense
         self.n_examples -= self.n_validation
         if check_data is not None:
@@ -188,7 +181,9 @@ class TrainingData:
     def run_stage(self, task, tag, restarts=0):
         """Run ``task`` on every partition in one barrier stage; the tasks' output rows.  When a task fails,
         Spark aborts the stage (a barrier result stage is not retried); start it again, at most ``restarts``
-        times: the new tasks connect to the coordinator again.
+        times: the new tasks connect to the coordinator again.  When Spark refuses the stage because its
+        partitions are merged from others within it (``MERGED_PARTITIONS``), deal the rows again
+        (``dealt_again``) and start it at once: a refusal at the job's submission, which costs no restart.
 
         Why a result stage: a shuffle after the barrier stage would make it a map stage, which Spark retries
         as a whole by itself, but its result stage costs a fit ~0.09 s more at its end (budget-L1 on ijcnn1,
@@ -196,19 +191,25 @@ class TrainingData:
         self.progress.info("%s: starting %d training tasks on %d rows x %d features (each converts its rows and "
                            "compiles its kernels before the first round)", self.description, self.n_partitions,
                            self.n_examples, self.n_features)
-        stage = self.frame.mapInArrow(task, OUTPUT_SCHEMA, barrier=True)
-        for restart in range(restarts + 1):
+        restart, dealt = 0, False
+        while True:
             try:
                 with tagged_jobs(self.spark, tag, f"{self.description} ({self.n_examples} rows, "
                                                   f"{self.n_partitions} tasks)"), \
                         row_sized_arrow_batches(self.spark, row_bytes(self.n_features)):
-                    return stage.collect()
+                    return self.frame.mapInArrow(task, OUTPUT_SCHEMA, barrier=True).collect()
             except Exception as exc:
                 message = str(exc)
+                if MERGED_PARTITIONS in message and not dealt:  # dealt once: a second refusal is an error
+                    self.frame, dealt = dealt_again(self.frame, self.partition_rows, self.n_partitions), True
+                    self.progress.info("%s: Spark refused a barrier stage over merged partitions (a coalesce?); "
+                                       "the rows are dealt into %d partitions", self.description, self.n_partitions)
+                    continue
                 if restart == restarts or STAGE_ABORTED not in message:  # cancelled, say
                     raise
+                restart += 1
                 self.progress.warning("%s: %s; starting the training stage again (restart %d of at most %d)",
-                                      self.description, stage_failure(exc), restart + 1, restarts)
+                                      self.description, stage_failure(exc), restart, restarts)
 
 
 def _task_count(summary, tasks):

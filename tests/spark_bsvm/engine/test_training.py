@@ -2,6 +2,7 @@
 named at once."""
 
 import contextlib
+import logging
 import socket
 import threading
 
@@ -15,7 +16,7 @@ from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm.engine import SparkEngine
 from spark_bsvm.engine.rounds import Coordinator
-from spark_bsvm.engine.stage import merges_partitions, stage_failure
+from spark_bsvm.engine.stage import stage_failure
 from spark_bsvm.engine.training import resolve_mode, train
 from tests.conftest import to_df
 
@@ -213,15 +214,18 @@ def test_a_lost_coordinating_task_restarts_the_fit_to_the_same_model(data, tmp_p
     assert restarted.bias == undisturbed.bias
 
 
-def test_a_frame_coalesced_to_the_partition_count_is_repartitioned_for_the_barrier_stage(spark, data):
-    """Spark refuses a barrier stage over a coalesce even at the wanted count; the fit repartitions it."""
-    X, y, df = data
+@pytest.mark.parametrize("mode", ["driver", "executor"])
+def test_a_frame_coalesced_to_the_partition_count_is_dealt_again_for_the_barrier_stage(spark, data, mode, caplog):
+    """Spark refuses a barrier stage over a coalesce even at the wanted count, when the job is submitted; the
+    fit deals the rows again and trains as on the frame repartitioned by hand."""
+    X, y, _ = data
     coalesced = to_df(spark, X, y, n_partitions=4).coalesce(2)
-    assert merges_partitions(coalesced) and merges_partitions(df.union(df))
-    assert not merges_partitions(df) and not merges_partitions(coalesced.repartition(2))
     function, arguments = FITS["csvc"]
-    model = train(coalesced, function, arguments, num_partitions=2, mode="driver")
-    reference = train(coalesced.repartition(2), function, arguments, num_partitions=2, mode="driver")
+    with caplog.at_level(logging.INFO, logger="spark_bsvm.progress"):
+        model = train(coalesced, function, arguments, num_partitions=2, mode=mode)
+    assert "Spark refused a barrier stage over merged partitions (a coalesce?); the rows are dealt into 2 " \
+           "partitions" in caplog.text
+    reference = train(coalesced.repartition(2), function, arguments, num_partitions=2, mode=mode)
     np.testing.assert_array_equal(model.support_vectors, reference.support_vectors)
     np.testing.assert_allclose(model.coef, reference.coef, rtol=0, atol=1e-9)
 

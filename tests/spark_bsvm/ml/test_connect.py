@@ -1,6 +1,8 @@
 """Every estimator and a Pipeline under Spark Connect (pyspark's local Connect server): fit gives the
 LocalEngine model, save, load and transform work.  These tests run after all others (tests/conftest.py)."""
 
+import logging
+
 import numpy as np
 import pytest
 from pyspark.ml import Pipeline, PipelineModel
@@ -99,3 +101,16 @@ def test_bad_vectors_are_named_under_connect(connect_spark):
         df = connect_spark.createDataFrame(good + [bad], VECTOR).coalesce(1)
         with pytest.raises(ValueError, match=f"^{message}$"):
             CSVC(C=1.0, gamma=0.5).fit(df)
+
+
+def test_a_coalesced_frame_is_dealt_again_under_connect(connect_spark, rings, frame, caplog):
+    """Spark refuses a barrier stage over a coalesce under Connect too (its error reaches the client by
+    name); the fit deals the rows again and gives the model of the frame repartitioned by hand."""
+    estimator = CSVC(C=1.0, gamma=0.5, workingSetSize=32, numPartitions=2)
+    coalesced = frame.repartition(4).coalesce(2)
+    with caplog.at_level(logging.INFO, logger="spark_bsvm.progress"):
+        model = estimator.fit(coalesced)
+    assert "Spark refused a barrier stage over merged partitions" in caplog.text
+    reference = estimator.fit(coalesced.repartition(2))
+    np.testing.assert_array_equal(model.expansion.support_vectors, reference.expansion.support_vectors)
+    np.testing.assert_allclose(model.expansion.coef, reference.expansion.coef, rtol=0, atol=1e-9)
