@@ -7,7 +7,8 @@ tasks through ``BarrierTaskContext.allGather``, computes its own partition in-pr
 leaves the stage as that task's output row, with the solver's warnings.
 
 A lost task fails the whole barrier stage, this task included: the stage starts again
-(``stage.TrainingData.run_stage``) and the fit starts over (the driver-side coordinator instead resumes from its model).
+(``stage.TrainingData.run_stage``) and the fit starts over (the driver-side coordinator instead
+resumes from its model).
 """
 
 import json
