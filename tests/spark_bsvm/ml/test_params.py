@@ -1,5 +1,7 @@
 """Params per method: only what the method uses, a getter and a setter for each, checks before any Spark job."""
 
+import inspect
+
 import pytest
 
 from spark_bsvm.ml import (CSVC, L0SVM, BSVMModel, BudgetSVM, CSVCModel, ElasticBudgetSVM, SlantSparsifier, SpSVM,
@@ -204,3 +206,18 @@ def test_max_stage_restarts_reaches_the_training_stage(spark, monkeypatch):
 
 def test_every_estimator_is_in_the_base():
     assert all(issubclass(cls, _BSVMEstimator) for cls in ESTIMATORS)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda cls: cls.__name__)
+def test_the_signatures_defaults_are_the_params_defaults(cls):
+    """The keyword defaults that ``__init__`` shows (pyspark.ml's convention: ``keyword_only`` sets only the
+    arguments given) are the params' own defaults, or None for a param without one: a default changed in one
+    place and not the other (``maxStageRestarts`` is written in six signatures beside ``STAGE_RESTARTS``)
+    would document a value the estimator does not use."""
+    estimator = cls()
+    for name, argument in inspect.signature(cls.__init__).parameters.items():
+        if argument.default is inspect.Parameter.empty:
+            continue
+        param = estimator.getParam(name)
+        expected = estimator.getOrDefault(param) if estimator.hasDefault(param) else None
+        assert argument.default == expected, (name, argument.default, expected)
