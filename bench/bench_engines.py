@@ -12,6 +12,10 @@ same representation: CSR where the tasks hold CSR blocks), in one process, alter
                 barrier stages of their own over the same cached DataFrame: the median of
                 ``BLOCK_STAGES`` (Spark only)
     MB/s        that task's block size over that time
+    stage s     seconds of such a barrier stage, from the job's submission to ``collect``'s return: a stage
+                that only reads the rows into the tasks' blocks, the least a training stage costs (Spark
+                only; the median of ``BLOCK_STAGES`` run after the case's fits, whose stages warm the JVM
+                as they go: a session's first stages take up to twice as long)
     first       seconds of the first round (Spark: tasks' start, their blocks, numba's loading)
     rounds      rounds of the fit (the same on both engines)
     rounds s    seconds from the end of the first round to the model: the other rounds and the solver's work
@@ -31,6 +35,8 @@ same representation: CSR where the tasks hold CSR blocks), in one process, alter
                 figure is the difference in the driver's own work between rounds (the same code on both
                 engines) and the noise of two fit times
     ratio       Spark fit / local fit
+    least       (local fit + stage s) / local fit: the least ratio a Spark fit could reach with no job but its
+                training stage (no checks' job) and rounds as cheap as LocalEngine's
     same        both models equal: the same support vectors and coefficients within 1e-8
 
 Before the cases, a first barrier job that runs no spark-bsvm code pays for what any first Python job
@@ -67,9 +73,10 @@ from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import FOREST_ROWS, make_forest_like
 
 PARTITIONS = 2
-BLOCK_STAGES = 3  # barrier stages that time the tasks' blocks per data set (one varied by up to 2x)
-HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "first s", "rounds", "rounds s", "end s", "fit s", "cpu s",
-          "per round ms", "skew ms", "wire ms", "work ms", "ratio", "same"]
+# barrier stages timing the tasks' blocks per data set, and the bare stage after each case (one varied by up to 2x)
+BLOCK_STAGES = 3
+HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "stage s", "first s", "rounds", "rounds s", "end s", "fit s",
+          "cpu s", "per round ms", "skew ms", "wire ms", "work ms", "ratio", "least", "same"]
 
 
 def _ijcnn1():
@@ -180,10 +187,11 @@ def _spark_frame(spark, X, y):
 
 
 def _block_timings(frame, n_features, dense):
-    """Per task of one barrier stage over ``frame``: rows, bytes and seconds from its Arrow batches to the
-    numpy block, by the same conversion as the training tasks (``spark_bsvm.engine.blocks``; ``dense``: the
-    checks' ``DataSummary.dense``, rows at least half nonzero, which the tasks make dense blocks), in Arrow
-    batches as the training stage's (``row_sized_arrow_batches``)."""
+    """(per task of one barrier stage over ``frame``: rows, bytes and seconds from its Arrow batches to the
+    numpy block, the stage's seconds from its submission to ``collect``'s return), by the same conversion
+    as the training tasks (``spark_bsvm.engine.blocks``; ``dense``: the checks' ``DataSummary.dense``, rows
+    at least half nonzero, which the tasks make dense blocks), in Arrow batches as the training stage's
+    (``row_sized_arrow_batches``)."""
     from spark_bsvm.engine.session import row_sized_arrow_batches
     from spark_bsvm.engine.stage import row_bytes
 
@@ -202,7 +210,9 @@ def _block_timings(frame, n_features, dense):
 
     schema = "rows long, bytes long, sparse boolean, seconds double"
     with row_sized_arrow_batches(frame.sparkSession, row_bytes(n_features)):  # as the training stage's batches
-        return [r.asDict() for r in frame.mapInArrow(task, schema, barrier=True).collect()]
+        start = time.perf_counter()
+        tasks = frame.mapInArrow(task, schema, barrier=True).collect()
+        return [r.asDict() for r in tasks], time.perf_counter() - start
 
 
 def _executor_cold_start(spark, SparkEngine):
@@ -266,10 +276,10 @@ def main():
             frame = _spark_frame(spark, X, y)
             dense = dense_enough(np.count_nonzero(X), *X.shape)
             _block_timings(frame, X.shape[1], dense)  # the first conversion in these workers loads pyarrow's code
-            stages = [max(_block_timings(frame, X.shape[1], dense), key=lambda b: b["seconds"])
+            stages = [max(_block_timings(frame, X.shape[1], dense)[0], key=lambda b: b["seconds"])
                       for _ in range(BLOCK_STAGES)]
-            loaded[data] = (X, y, frame, sorted(stages, key=lambda b: b["seconds"])[BLOCK_STAGES // 2])
-        X, y, frame, slowest = loaded[data]
+            loaded[data] = (X, y, frame, dense, sorted(stages, key=lambda b: b["seconds"])[BLOCK_STAGES // 2])
+        X, y, frame, dense, slowest = loaded[data]
         # the same rows as the tasks' blocks: CSR when they are (LocalEngine makes it dense where the tasks do)
         X_local = sp.csr_matrix(X) if slowest["sparse"] else X
         extra = make_extra(X_local, y) if make_extra else None
@@ -277,6 +287,7 @@ def main():
         for _ in range(args.repeats):
             runs["spark"].append(_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, extra))
             runs["local"].append(_fit(lambda: LocalEngine(X_local, y, n_partitions=PARTITIONS), fit, extra))
+        stage_s = statistics.median(_block_timings(frame, X.shape[1], dense)[1] for _ in range(BLOCK_STAGES))
         med = {k: {q: statistics.median(r[q] for r in v)
                    for q in ("fit", "cpu", "first", "start", "later", "end", "skew", "wire", "work")}
                for k, v in runs.items()}
@@ -285,13 +296,15 @@ def main():
         per_round = 1e3 * (med["spark"]["later"] - med["local"]["later"]) / max(spark_run["rounds"] - 1, 1)
         for engine in ("spark", "local"):
             rows.append([name, engine, med[engine]["start"], block_s if engine == "spark" else "-",
-                         mb_s if engine == "spark" else "-", med[engine]["first"], runs[engine][-1]["rounds"],
+                         mb_s if engine == "spark" else "-", stage_s if engine == "spark" else "-",
+                         med[engine]["first"], runs[engine][-1]["rounds"],
                          med[engine]["later"], med[engine]["end"], med[engine]["fit"], med[engine]["cpu"],
                          per_round if engine == "spark" else "-",
                          med["spark"]["skew"] if engine == "spark" else "-",
                          med["spark"]["wire"] if engine == "spark" else "-",
                          med["spark"]["work"] - med["local"]["work"] if engine == "spark" else "-",
                          med["spark"]["fit"] / med["local"]["fit"] if engine == "spark" else "-",
+                         (med["local"]["fit"] + stage_s) / med["local"]["fit"] if engine == "spark" else "-",
                          _same(spark_run["model"], local_run["model"]) if engine == "spark" else "-"])
         print_table(HEADER, rows[-2:])
         print(flush=True)
