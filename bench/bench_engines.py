@@ -12,10 +12,6 @@ same representation: CSR where the tasks hold CSR blocks), in one process, alter
                 barrier stages of their own over the same cached DataFrame: the median of
                 ``BLOCK_STAGES`` (Spark only)
     MB/s        that task's block size over that time
-    stage s     seconds of such a barrier stage, from the job's submission to ``collect``'s return: a stage
-                that only reads the rows into the tasks' blocks, the least a training stage costs (Spark
-                only; the median of ``BLOCK_STAGES`` run after the case's fits, whose stages warm the JVM
-                as they go: a session's first stages take up to twice as long)
     first       seconds of the first round (Spark: tasks' start, their blocks, numba's loading)
     rounds      rounds of the fit (the same on both engines)
     rounds s    seconds from the end of the first round to the model: the other rounds and the solver's work
@@ -35,8 +31,11 @@ same representation: CSR where the tasks hold CSR blocks), in one process, alter
                 figure is the difference in the driver's own work between rounds (the same code on both
                 engines) and the noise of two fit times
     ratio       Spark fit / local fit
-    least       (local fit + stage s) / local fit: the least ratio a Spark fit could reach with no job but its
-                training stage (no checks' job) and rounds as cheap as LocalEngine's
+    checks s    the seconds of the Spark fit's start spent on its data's checks (``stage._checked_frame``: the
+                projection, the checks' Spark job, the decision to deal the rows again), which a fit whose
+                tasks checked their own rows in the training stage would not spend before it
+    w/o checks  (Spark fit - checks s) / local fit, the median over the Spark fits: the ratio with that job gone
+                (the tasks' own checks of their rows would cost them a little)
     same        both models equal: the same support vectors and coefficients within 1e-8
 
 Before the cases, a first barrier job that runs no spark-bsvm code pays for what any first Python job
@@ -62,7 +61,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from bench.common import load_libsvm, print_table
+from bench.common import load_libsvm, print_table, recorded_calls
 from core.ebsvm import fit_ebsvm
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
@@ -73,10 +72,9 @@ from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import FOREST_ROWS, make_forest_like
 
 PARTITIONS = 2
-# barrier stages timing the tasks' blocks per data set, and the bare stage after each case (one varied by up to 2x)
-BLOCK_STAGES = 3
-HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "stage s", "first s", "rounds", "rounds s", "end s", "fit s",
-          "cpu s", "per round ms", "skew ms", "wire ms", "work ms", "ratio", "least", "same"]
+BLOCK_STAGES = 3  # barrier stages that time the tasks' blocks per data set (one varied by up to 2x)
+HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "first s", "rounds", "rounds s", "end s", "fit s", "cpu s",
+          "per round ms", "skew ms", "wire ms", "work ms", "ratio", "checks s", "w/o checks", "same"]
 
 
 def _ijcnn1():
@@ -132,7 +130,11 @@ class _Timed:
         return answers
 
 
-def _fit(make_engine, fit, extra):
+def _fit(make_engine, fit, extra, checks=()):
+    """One fit on the engine ``make_engine()`` makes: its model and timings (``checks``: the list that
+    ``recorded_calls`` fills with the seconds of each run of the data's checks; those of this fit are
+    returned as ``checks``)."""
+    already = len(checks)
     wall, cpu = time.perf_counter(), time.process_time()
     with make_engine() as engine:
         started = time.perf_counter() - wall
@@ -147,7 +149,8 @@ def _fit(make_engine, fit, extra):
     first, per_round = timed.first or 0.0, 1e3 / max(timed.rounds - 1, 1)  # a fit without rounds has no first
     return {"model": model, "fit": end, "cpu": time.process_time() - cpu, "start": started,
             "rounds": timed.rounds, "first": first, "later": trained - started - first, "end": end - trained,
-            "skew": per_round * (slowest - work), "wire": per_round * (seconds - slowest), "work": per_round * work}
+            "skew": per_round * (slowest - work), "wire": per_round * (seconds - slowest), "work": per_round * work,
+            "checks": sum(checks[already:])}
 
 
 def _same(a, b):
@@ -187,11 +190,10 @@ def _spark_frame(spark, X, y):
 
 
 def _block_timings(frame, n_features, dense):
-    """(per task of one barrier stage over ``frame``: rows, bytes and seconds from its Arrow batches to the
-    numpy block, the stage's seconds from its submission to ``collect``'s return), by the same conversion
-    as the training tasks (``spark_bsvm.engine.blocks``; ``dense``: the checks' ``DataSummary.dense``, rows
-    at least half nonzero, which the tasks make dense blocks), in Arrow batches as the training stage's
-    (``row_sized_arrow_batches``)."""
+    """Per task of one barrier stage over ``frame``: rows, bytes and seconds from its Arrow batches to the
+    numpy block, by the same conversion as the training tasks (``spark_bsvm.engine.blocks``; ``dense``: the
+    checks' ``DataSummary.dense``, rows at least half nonzero, which the tasks make dense blocks), in Arrow
+    batches as the training stage's (``row_sized_arrow_batches``)."""
     from spark_bsvm.engine.session import row_sized_arrow_batches
     from spark_bsvm.engine.stage import row_bytes
 
@@ -210,9 +212,7 @@ def _block_timings(frame, n_features, dense):
 
     schema = "rows long, bytes long, sparse boolean, seconds double"
     with row_sized_arrow_batches(frame.sparkSession, row_bytes(n_features)):  # as the training stage's batches
-        start = time.perf_counter()
-        tasks = frame.mapInArrow(task, schema, barrier=True).collect()
-        return [r.asDict() for r in tasks], time.perf_counter() - start
+        return [r.asDict() for r in frame.mapInArrow(task, schema, barrier=True).collect()]
 
 
 def _executor_cold_start(spark, SparkEngine):
@@ -253,7 +253,7 @@ def main():
     start = time.perf_counter()
     from pyspark.sql import SparkSession
 
-    from spark_bsvm.engine import SparkEngine
+    from spark_bsvm.engine import SparkEngine, stage
 
     spark = (SparkSession.builder.master(f"local[{PARTITIONS}]").appName("bench_engines")
              .config("spark.driver.memory", "8g").config("spark.ui.enabled", "false")
@@ -267,7 +267,7 @@ def main():
           f"took {cold[1]:.2f} s the first time, {cold[2]:.2f} s the second (+{cold[1] - cold[2]:.2f} s: the workers "
           "import core and load numba's cached code; the data's first checks)\n")
 
-    rows, loaded = [], {}
+    rows, loaded, checks = [], {}, recorded_calls(stage, "_checked_frame")
     for name in names:
         data, fit, make_extra = CASES[name]
         if data not in loaded:
@@ -276,35 +276,35 @@ def main():
             frame = _spark_frame(spark, X, y)
             dense = dense_enough(np.count_nonzero(X), *X.shape)
             _block_timings(frame, X.shape[1], dense)  # the first conversion in these workers loads pyarrow's code
-            stages = [max(_block_timings(frame, X.shape[1], dense)[0], key=lambda b: b["seconds"])
+            stages = [max(_block_timings(frame, X.shape[1], dense), key=lambda b: b["seconds"])
                       for _ in range(BLOCK_STAGES)]
-            loaded[data] = (X, y, frame, dense, sorted(stages, key=lambda b: b["seconds"])[BLOCK_STAGES // 2])
-        X, y, frame, dense, slowest = loaded[data]
+            loaded[data] = (X, y, frame, sorted(stages, key=lambda b: b["seconds"])[BLOCK_STAGES // 2])
+        X, y, frame, slowest = loaded[data]
         # the same rows as the tasks' blocks: CSR when they are (LocalEngine makes it dense where the tasks do)
         X_local = sp.csr_matrix(X) if slowest["sparse"] else X
         extra = make_extra(X_local, y) if make_extra else None
         runs = {"spark": [], "local": []}
         for _ in range(args.repeats):
-            runs["spark"].append(_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, extra))
+            runs["spark"].append(_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, extra, checks))
             runs["local"].append(_fit(lambda: LocalEngine(X_local, y, n_partitions=PARTITIONS), fit, extra))
-        stage_s = statistics.median(_block_timings(frame, X.shape[1], dense)[1] for _ in range(BLOCK_STAGES))
         med = {k: {q: statistics.median(r[q] for r in v)
-                   for q in ("fit", "cpu", "first", "start", "later", "end", "skew", "wire", "work")}
+                   for q in ("fit", "cpu", "first", "start", "later", "end", "skew", "wire", "work", "checks")}
                for k, v in runs.items()}
+        without_checks = statistics.median(r["fit"] - r["checks"] for r in runs["spark"]) / med["local"]["fit"]
         spark_run, local_run = runs["spark"][-1], runs["local"][-1]
         block_s, mb_s = slowest["seconds"], slowest["bytes"] / 1e6 / max(slowest["seconds"], 1e-9)
         per_round = 1e3 * (med["spark"]["later"] - med["local"]["later"]) / max(spark_run["rounds"] - 1, 1)
         for engine in ("spark", "local"):
             rows.append([name, engine, med[engine]["start"], block_s if engine == "spark" else "-",
-                         mb_s if engine == "spark" else "-", stage_s if engine == "spark" else "-",
-                         med[engine]["first"], runs[engine][-1]["rounds"],
+                         mb_s if engine == "spark" else "-", med[engine]["first"], runs[engine][-1]["rounds"],
                          med[engine]["later"], med[engine]["end"], med[engine]["fit"], med[engine]["cpu"],
                          per_round if engine == "spark" else "-",
                          med["spark"]["skew"] if engine == "spark" else "-",
                          med["spark"]["wire"] if engine == "spark" else "-",
                          med["spark"]["work"] - med["local"]["work"] if engine == "spark" else "-",
                          med["spark"]["fit"] / med["local"]["fit"] if engine == "spark" else "-",
-                         (med["local"]["fit"] + stage_s) / med["local"]["fit"] if engine == "spark" else "-",
+                         med["spark"]["checks"] if engine == "spark" else "-",
+                         without_checks if engine == "spark" else "-",
                          _same(spark_run["model"], local_run["model"]) if engine == "spark" else "-"])
         print_table(HEADER, rows[-2:])
         print(flush=True)
