@@ -292,16 +292,18 @@ def partition_groups(table, pid):
     group's moments are those of its usable rows (neither null nor holding a null entry) with zeros in place
     of the others, as the aggregation's ``_row_checks`` give the Summarizer; per feature the mean, then the
     squared deviations from it summed in a second pass (the zeros a sparse row leaves out included)."""
-    labels = table.column("label").to_pylist()
+    labels = table.column("label").combine_chunks().dictionary_encode()  # any label type, nulls included
+    values = labels.dictionary.to_pylist() + [None]
+    codes = labels.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False).astype(np.int64)
     rows = _checked_rows(table.column("features").combine_chunks())
     weights = _weight_checks(table.column("weight").combine_chunks()) if "weight" in table.column_names else None
     marks = table.column("validation").combine_chunks() if "validation" in table.column_names else None
-    keys = {}
-    for i, key in enumerate(zip(labels, rows["size"].tolist())):
-        keys.setdefault(key, []).append(i)
+    keys, group_of = np.unique(codes * (rows["size"].max(initial=0) + 1) + rows["size"], return_inverse=True)
+    order = np.argsort(group_of, kind="stable")
+    moments = _group_moments(rows, group_of, keys.size)
     groups = []
-    for (label, size), members in keys.items():
-        members = np.array(members)
+    for k, members in enumerate(np.split(order, np.cumsum(np.bincount(group_of, minlength=keys.size))[:-1])):
+        label, size = values[codes[members[0]]], int(rows["size"][members[0]])
         group = {"label": label, "partition": pid, "size": size, "rows": members.size,
                  "null_features": int(rows["null"][members].sum()), "bad_values": int(rows["bad"][members].sum()),
                  "bad_weights": 0, "zero_weights": 0, "validation_rows": 0, "null_validation": 0}
@@ -311,7 +313,7 @@ def partition_groups(table, pid):
             held = marks.take(members)
             group["validation_rows"] = int(held.fill_null(False).to_numpy(zero_copy_only=False).sum())
             group["null_validation"] = held.null_count
-        groups.append(dict(group, **_group_moments(rows, members, max(size, 1))))
+        groups.append(dict(group, **{name: m[k, :max(size, 1)] for name, m in moments.items()}))
     return groups
 
 
@@ -356,19 +358,23 @@ def _weight_checks(weights):
         return ~np.isfinite(values) | (values < 0), values == 0
 
 
-def _group_moments(rows, members, width):
-    """``mean``, sample ``variance`` and ``nonzeros`` per feature of the group of rows ``members`` (``width``
-    features; unusable rows count as zeros)."""
-    n = members.size
-    chosen = np.zeros(rows["size"].size, bool)
-    chosen[members[rows["usable"][members]]] = True
-    take = chosen[rows["row"]]
-    cols, values = rows["col"][take], rows["value"][take]
-    mean = np.bincount(cols, values, minlength=width)[:width] / n
-    stored = np.bincount(cols, minlength=width)[:width]
-    squares = np.bincount(cols, (values - mean[cols]) ** 2, minlength=width)[:width] + (n - stored) * mean ** 2
-    return {"mean": mean, "variance": squares / (n - 1) if n > 1 else np.zeros(width),
-            "nonzeros": np.bincount(cols[values != 0], minlength=width)[:width].astype(np.float64)}
+def _group_moments(rows, group_of, n_groups):
+    """``mean``, sample ``variance`` and ``nonzeros`` per group (``group_of``: each row's group) and feature,
+    as (groups, features) arrays, unusable rows counting as zeros: the mean, then the squared deviations from
+    it summed in a second pass, the zeros a sparse row leaves out included."""
+    width = max(int(rows["size"].max(initial=0)), 1)
+    n = np.bincount(group_of, minlength=n_groups)[:, None].astype(np.float64)
+    take = rows["usable"][rows["row"]]
+    cells = group_of[rows["row"][take]] * width + rows["col"][take]  # (group, feature) of each usable entry
+    values = rows["value"][take]
+
+    def cells_of(weights=None):
+        return np.bincount(cells, weights, minlength=n_groups * width).reshape(n_groups, width)
+
+    mean = cells_of(values) / n
+    squares = cells_of((values - mean.ravel()[cells]) ** 2) + (n - cells_of()) * mean ** 2
+    variance = np.divide(squares, n - 1, out=np.zeros_like(squares), where=n > 1)
+    return {"mean": mean, "variance": variance, "nonzeros": cells_of((values != 0).astype(np.float64))}
 
 
 def _with_moments(group):
