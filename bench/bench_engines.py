@@ -6,8 +6,9 @@ same representation: CSR where the tasks hold CSR blocks), in one process, alter
 (Spark, local, Spark, local, ... with ``--repeats``; medians).  Printed:
 
     session     seconds to start the Spark session (once)
-    start s     seconds to start the engine: Spark's checks of the data, the barrier stage, the tasks'
-                blocks and connections; LocalEngine's split into blocks
+    start s     seconds to start the engine: the barrier stage, the tasks' connections, their checks of
+                their rows and the coordinator's judgment of them, the tasks' blocks; LocalEngine's split into
+                blocks
     blocks s    the slowest task's seconds from its Arrow batches to its numpy block, measured in
                 barrier stages of their own over the same cached DataFrame: the median of
                 ``BLOCK_STAGES`` (Spark only)
@@ -33,18 +34,17 @@ same representation: CSR where the tasks hold CSR blocks), in one process, alter
                 figure is the difference in the driver's own work between rounds (the same code on both
                 engines) and the noise of two fit times
     ratio       Spark fit / local fit
-    checks s    the seconds of the Spark fit's start spent on its data's checks (``stage._checked_frame``: the
-                projection, the checks' Spark job, the decision to deal the rows again), which a fit whose
-                tasks checked their own rows in the training stage would not spend before it
-    w/o checks  (Spark fit - checks s) / local fit, the median over the Spark fits: the ratio with that job gone
-                (the tasks' own checks of their rows would cost them a little)
+    checks s    the seconds of the Spark fit's start spent on a Spark job of the data's checks
+                (``stage._checked_frame``); 0 where the training tasks check their own rows (the driver's
+                coordinator on a frame whose partitions are the tasks': every case here, since the
+                twenty-sixth session; 0.25-0.42 s of each ijcnn1 fit before)
     same        both models equal: the same support vectors and coefficients within 1e-8
 
 Before the cases, a first barrier job that runs no spark-bsvm code pays for what any first Python job
 of a session pays (the JVM's warm-up, the Python workers' start); then a small SpSVM fit runs once on
 ``LocalEngine`` (the driver's own code loaded: a fresh driver process is ``bench_cold_start``'s case) and
 twice on Spark, on those fresh workers: the first pays for importing ``core`` and loading numba's cached
-code in the workers, and for the session's first run of the data's checks.
+code in the workers, and for the first checks of rows in them.
 
 Cases: C-SVC and budget-L1 on ijcnn1 (gamma = 1, C = 10; budget 500, C = 10 / 500), SpSVM-2 (d = 300,
 lambda = 1/32, gamma = 0.5), the slant sparsifier of the C-SVC (to 300 support vectors) and EBSVM
@@ -76,7 +76,7 @@ from core.synthetic import FOREST_ROWS, make_forest_like
 PARTITIONS = 2
 BLOCK_STAGES = 3  # barrier stages that time the tasks' blocks per data set (one varied by up to 2x)
 HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "first s", "rounds", "rounds s", "end s", "fit s", "cpu s",
-          "tree cpu s", "per round ms", "skew ms", "wire ms", "work ms", "ratio", "checks s", "w/o checks", "same"]
+          "tree cpu s", "per round ms", "skew ms", "wire ms", "work ms", "ratio", "checks s", "same"]
 
 
 def _ijcnn1():
@@ -269,7 +269,7 @@ def main():
     cold = _executor_cold_start(spark, SparkEngine)
     print(f"fresh executors: Spark's first Python job (no spark-bsvm code) {cold[0]:.2f} s; then a small SpSVM fit "
           f"took {cold[1]:.2f} s the first time, {cold[2]:.2f} s the second (+{cold[1] - cold[2]:.2f} s: the workers "
-          "import core and load numba's cached code; the data's first checks)\n")
+          "import core and load numba's cached code; the first checks of rows)\n")
 
     rows, loaded, checks = [], {}, recorded_calls(stage, "_checked_frame")
     for name in names:
@@ -295,7 +295,6 @@ def main():
                    for q in ("fit", "cpu", "tree_cpu", "first", "start", "later", "end", "skew", "wire", "work",
                              "checks")}
                for k, v in runs.items()}
-        without_checks = statistics.median(r["fit"] - r["checks"] for r in runs["spark"]) / med["local"]["fit"]
         spark_run, local_run = runs["spark"][-1], runs["local"][-1]
         block_s, mb_s = slowest["seconds"], slowest["bytes"] / 1e6 / max(slowest["seconds"], 1e-9)
         per_round = 1e3 * (med["spark"]["later"] - med["local"]["later"]) / max(spark_run["rounds"] - 1, 1)
@@ -310,7 +309,6 @@ def main():
                          med["spark"]["work"] - med["local"]["work"] if engine == "spark" else "-",
                          med["spark"]["fit"] / med["local"]["fit"] if engine == "spark" else "-",
                          med["spark"]["checks"] if engine == "spark" else "-",
-                         without_checks if engine == "spark" else "-",
                          _same(spark_run["model"], local_run["model"]) if engine == "spark" else "-"])
         print_table(HEADER, rows[-2:])
         print(flush=True)

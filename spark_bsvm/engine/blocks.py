@@ -115,6 +115,15 @@ def check_schema(df, features_col, label_col, weight_col=None):
                           "number")
 
 
+def declared_features(field):
+    """The feature count that a features column's metadata declares (``ml_attr.num_attrs``, as
+    ``VectorAssembler`` and Spark's LIBSVM reader write it; ``field``: the column's ``StructField``), or None
+    (an ``array_to_vector`` column, an array column): a bound for the stage's Arrow batches, never trusted as
+    the rows' size, which the checks find."""
+    declared = (field.metadata.get("ml_attr") or {}).get("num_attrs")
+    return declared if isinstance(declared, int) and declared > 0 else None
+
+
 @dataclass(frozen=True)
 class DataSummary:
     """What the checks of the training data found: the two label values (negative first), the rows, the
@@ -158,12 +167,12 @@ def _row_checks(features, is_vector):
 
 def _variance(groups, n_features):
     """Var(X) over every feature value (population variance, as numpy's), from each group's rows and its
-    Summarizer ``mean`` and (sample) ``variance`` per feature: the law of total variance over groups and
+    ``mean`` and (sample) ``variance`` per feature: the law of total variance over groups and
     features.  The Summarizer's per-feature moments are updated one row at a time about the running mean,
     so a large mean does not cost the variance its digits."""
     n = np.array([g["rows"] for g in groups], dtype=np.float64)
-    means = np.array([g["summary"]["mean"].toArray() for g in groups])
-    within = np.array([g["summary"]["variance"].toArray() for g in groups]) * ((n - 1) / n)[:, None]
+    means = np.array([g["mean"] for g in groups])
+    within = np.array([g["variance"] for g in groups]) * ((n - 1) / n)[:, None]
     mean = float((n @ means).sum()) / (n.sum() * n_features)
     return float((n @ (within + (means - mean) ** 2)).sum()) / (n.sum() * n_features)
 
@@ -188,6 +197,16 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     groups = _plain_groups(prepared) if is_vector else None
     if groups is None:
         groups = _diagnosed_groups(prepared, is_vector)
+    return judged_groups(groups, "validation" in prepared.columns, features_col, label_col, weight_col)
+
+
+def judged_groups(groups, has_validation, features_col, label_col, weight_col=None):
+    """The ``DataSummary`` of the training data summarised by ``groups``, or the ValueError that
+    ``check_training_data`` describes.  ``groups``: dicts of rows sharing a label, a partition and a row
+    size, from Spark's aggregation (``check_training_data``) or a task's own rows (``partition_groups``):
+    ``label``, ``partition``, ``size``, the counts ``rows``, ``null_features``, ``bad_values``,
+    ``bad_weights``, ``zero_weights``, ``validation_rows``, ``null_validation`` (see ``_group_counts``),
+    and per feature the ``mean``, the sample ``variance`` and the ``nonzeros`` of its usable rows."""
     n_rows = sum(g["rows"] for g in groups)
     if n_rows == 0:
         raise ValueError("the training data is empty: the DataFrame has no rows" + (
@@ -222,8 +241,8 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     partition_rows = {}
     for g in groups:
         partition_rows[g["partition"]] = partition_rows.get(g["partition"], 0) + g["rows"]
-    n_validation = _validation_rows(groups, n_rows) if "validation" in prepared.columns else 0
-    nonzeros = int(sum(g["summary"]["numNonZeros"].toArray().sum() for g in groups))
+    n_validation = _validation_rows(groups, n_rows) if has_validation else 0
+    nonzeros = int(sum(g["nonzeros"].sum() for g in groups))
     return DataSummary(classes, int(n_rows), partition_rows, n_features,
                        scale_gamma(n_features, _variance(groups, n_features)), n_validation,
                        dense_enough(nonzeros, n_rows, n_features))
@@ -256,9 +275,8 @@ def _plain_groups(prepared):
         return None
     if any(g["null_features"] for g in groups):
         return None
-    groups = [dict(g.asDict(), size=len(g["summary"]["mean"]), bad_values=0) for g in groups]
-    moments = [g["summary"][name].toArray() for g in groups for name in ("mean", "variance")]
-    return groups if all(np.isfinite(m).all() for m in moments) else None
+    groups = [dict(g, size=len(g["mean"]), bad_values=0) for g in map(_with_moments, groups)]
+    return groups if all(np.isfinite(g[name]).all() for g in groups for name in ("mean", "variance")) else None
 
 
 def _diagnosed_groups(prepared, is_vector):
@@ -269,11 +287,136 @@ def _diagnosed_groups(prepared, is_vector):
 
     features = F.col("features")
     rows = prepared.select("*", F.spark_partition_id().alias("partition"), *_row_checks(features, is_vector))
-    return [g.asDict() for g in rows.groupBy("label", "partition", "size").agg(
+    return [_with_moments(g) for g in rows.groupBy("label", "partition", "size").agg(
         *_group_counts(prepared.columns),
         F.sum(F.col("bad").cast("long")).alias("bad_values"),
         Summarizer.metrics("mean", "variance", "numNonZeros").summary(F.col("summarized")).alias("summary"),
     ).collect()]
+
+
+def partition_groups(table, pid):
+    """The checks' groups (``judged_groups``) of one task's rows, from its Arrow batches as ``table`` (columns
+    features, label and, where the fit has them, weight and validation): what ``check_training_data``'s
+    aggregation finds in partition ``pid``, counted in numpy.  Rows are grouped by label and row size; a
+    group's moments are those of its usable rows (neither null nor holding a null entry) with zeros in place
+    of the others, as the aggregation's ``_row_checks`` give the Summarizer; per feature the mean, then the
+    squared deviations from it summed in a second pass (the zeros a sparse row leaves out included).  An
+    empty partition (``table`` None, as ``partition_table`` gives it) has no groups."""
+    if table is None:
+        return []
+    labels = table.column("label").combine_chunks().dictionary_encode()  # any label type, nulls included
+    values = labels.dictionary.to_pylist() + [None]
+    codes = labels.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False).astype(np.int64)
+    rows = _checked_rows(table.column("features").combine_chunks())
+    weights = _weight_checks(table.column("weight").combine_chunks()) if "weight" in table.column_names else None
+    marks = table.column("validation").combine_chunks() if "validation" in table.column_names else None
+    keys, group_of = np.unique(codes * (rows["size"].max(initial=0) + 1) + rows["size"], return_inverse=True)
+    order = np.argsort(group_of, kind="stable")
+    moments = _group_moments(rows, group_of, keys.size)
+    groups = []
+    for k, members in enumerate(np.split(order, np.cumsum(np.bincount(group_of, minlength=keys.size))[:-1])):
+        label, size = values[codes[members[0]]], int(rows["size"][members[0]])
+        group = {"label": label, "partition": pid, "size": size, "rows": members.size,
+                 "null_features": int(rows["null"][members].sum()), "bad_values": int(rows["bad"][members].sum()),
+                 "bad_weights": 0, "zero_weights": 0, "validation_rows": 0, "null_validation": 0}
+        if weights is not None:
+            group["bad_weights"], group["zero_weights"] = (int(w[members].sum()) for w in weights)
+        if marks is not None:
+            held = marks.take(members)
+            group["validation_rows"] = int(held.fill_null(False).to_numpy(zero_copy_only=False).sum())
+            group["null_validation"] = held.null_count
+        groups.append(dict(group, **{name: m[k, :max(size, 1)] for name, m in moments.items()}))
+    return groups
+
+
+MOMENTS = ("mean", "variance", "nonzeros")  # a group's per-feature arrays (``judged_groups``)
+
+
+def groups_message(groups):
+    """``partition_groups``'s groups as a wire message (``spark_bsvm.engine.wire``): their labels, partitions,
+    sizes and counts as JSON, and each of their ``MOMENTS`` as one (groups, widest group) array, a group's row
+    padded with zeros.  ``groups_from_message`` reads it back."""
+    width = max([g["mean"].size for g in groups], default=1)
+    message = {"groups": [{key: value for key, value in g.items() if key not in MOMENTS} for g in groups]}
+    for name in MOMENTS:
+        message[name] = np.zeros((len(groups), width))
+        for i, g in enumerate(groups):
+            message[name][i, :g[name].size] = g[name]
+    return message
+
+
+def groups_from_message(message):
+    """The groups of a ``groups_message``."""
+    return [dict(g, **{name: message[name][i, :max(g["size"], 1)] for name in MOMENTS})
+            for i, g in enumerate(message["groups"])]
+
+
+def _checked_rows(features):
+    """Per row of an Arrow features column (list<number> or a vector struct): ``size`` (0 for a null row),
+    ``null`` (a null row), ``bad`` (a NaN, infinite or null entry) and ``usable`` (not null, no null entry,
+    at least one entry); and the entries of every row as ``row``, ``col``, ``value`` (a sparse row's stored
+    ones, a dense row's all)."""
+    import pyarrow as pa
+
+    n = len(features)
+    null = features.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_list(features.type) or pa.types.is_large_list(features.type):
+        lengths = features.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        sizes, entries = lengths, features.flatten()
+        missing = entries.is_null().to_numpy(zero_copy_only=False)
+        values = entries.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
+        sparse = np.zeros(values.size, bool)
+    else:  # a vector: type 0 sparse (size, indices, values), 1 dense (values); a null row's fields are null
+        field = dict(zip((f.name for f in features.type), features.flatten()))
+        kinds = field["type"].fill_null(1).to_numpy(zero_copy_only=False)
+        stored = field["values"]
+        lengths = stored.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        declared = field["size"].fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        sizes = np.where(null, 0, np.where(kinds == 1, lengths, declared))
+        values = stored.flatten().to_numpy(zero_copy_only=False).astype(np.float64)
+        missing, sparse = np.zeros(values.size, bool), np.repeat(kinds == 0, lengths)
+    row = np.repeat(np.arange(n), lengths)
+    cols = np.arange(values.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)  # a dense row's positions
+    if sparse.any():
+        cols[sparse] = field["indices"].flatten().to_numpy(zero_copy_only=False)
+    nulls = np.bincount(row[missing], minlength=n) > 0
+    bad = nulls | (np.bincount(row[~np.isfinite(values)], minlength=n) > 0)
+    return {"size": sizes, "null": null, "bad": bad, "usable": ~null & ~nulls & (sizes > 0),
+            "row": row, "col": cols, "value": values}
+
+
+def _weight_checks(weights):
+    """(bad, zero) per row of an Arrow weight column: null, NaN, negative or infinite; exactly 0."""
+    values = weights.fill_null(np.nan).to_numpy(zero_copy_only=False).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return ~np.isfinite(values) | (values < 0), values == 0
+
+
+def _group_moments(rows, group_of, n_groups):
+    """``mean``, sample ``variance`` and ``nonzeros`` per group (``group_of``: each row's group) and feature,
+    as (groups, features) arrays, unusable rows counting as zeros: the mean, then the squared deviations from
+    it summed in a second pass, the zeros a sparse row leaves out included."""
+    width = max(int(rows["size"].max(initial=0)), 1)
+    n = np.bincount(group_of, minlength=n_groups)[:, None].astype(np.float64)
+    take = rows["usable"][rows["row"]]
+    cells = group_of[rows["row"][take]] * width + rows["col"][take]  # (group, feature) of each usable entry
+    values = rows["value"][take]
+
+    def cells_of(weights=None):
+        return np.bincount(cells, weights, minlength=n_groups * width).reshape(n_groups, width)
+
+    mean = cells_of(values) / n
+    squares = cells_of((values - mean.ravel()[cells]) ** 2) + (n - cells_of()) * mean ** 2
+    variance = np.divide(squares, n - 1, out=np.zeros_like(squares), where=n > 1)
+    return {"mean": mean, "variance": variance, "nonzeros": cells_of((values != 0).astype(np.float64))}
+
+
+def _with_moments(group):
+    """A group row of the checks' aggregation as a dict, its Summarizer ``summary`` as numpy arrays."""
+    g = group.asDict()
+    summary = g.pop("summary")
+    return dict(g, mean=summary["mean"].toArray(), variance=summary["variance"].toArray(),
+                nonzeros=summary["numNonZeros"].toArray())
 
 
 def _group_counts(columns):
@@ -381,17 +524,22 @@ def _validation_rows(groups, n_rows):
     return held
 
 
-def partition_block(batches, pid, n_features, classes, has_weight, has_validation=False, dense=False):
-    """A task's Arrow batches as a ``PartitionData`` (a ValueError names what is wrong with its rows); with
-    ``has_validation``, the rows whose ``validation`` column is true are its validation rows; ``dense``: as
-    ``rows_from_arrow``'s."""
+def partition_table(batches):
+    """A task's Arrow batches as one table, or None when its partition has no rows."""
     import pyarrow as pa
-
-    from core.partition.data import PartitionData
 
     batches = list(batches)
     table = pa.Table.from_batches(batches) if batches else None
-    if table is None or table.num_rows == 0:
+    return table if table is not None and table.num_rows else None
+
+
+def partition_block(table, pid, n_features, classes, has_weight, has_validation=False, dense=False):
+    """A task's rows (``partition_table``) as a ``PartitionData`` (a ValueError names what is wrong with its
+    rows); with ``has_validation``, the rows whose ``validation`` column is true are its validation rows;
+    ``dense``: as ``rows_from_arrow``'s."""
+    from core.partition.data import PartitionData
+
+    if table is None:
         raise ValueError(f"partition {pid} of the training data is empty, although every partition had rows when "
                          "the data were checked: the DataFrame gives other rows each time it is read (a "
                          "nondeterministic source or transformation); cache or checkpoint it before the fit")

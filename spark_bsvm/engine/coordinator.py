@@ -1,9 +1,11 @@
 """SparkEngine: the partition functions of ``core.partition`` on Spark executors, coordinated by the driver.
 
 One fit is one long-lived barrier stage (``mapInArrow(..., barrier=True)``):
-each task converts its partition once to numpy blocks, connects to a small
-coordinator on the driver (``spark_bsvm.engine.rounds``), and serves round
-requests until the fit ends.  Rounds cost a socket round trip, not a Spark
+each task connects to a small coordinator on the driver
+(``spark_bsvm.engine.rounds``), checks its rows and sends what it found, which
+the coordinator judges (``stage.TrainingData.judge``: the data's checks, with
+no Spark job of their own before the stage), converts its partition once to
+numpy blocks, and serves round requests until the fit ends.  Rounds cost a socket round trip, not a Spark
 job (``bench/bench_engines.py`` measures what a round costs beyond the
 partition work).
 
@@ -25,6 +27,8 @@ import threading
 
 from core.engine import Engine
 from core.partition import function_name
+from spark_bsvm.engine import wire
+from spark_bsvm.engine.blocks import groups_from_message
 from spark_bsvm.engine.rounds import Coordinator, LostTask
 from spark_bsvm.engine.session import cancel_jobs, stage_partly_ended
 from spark_bsvm.engine.stage import STAGE_RESTARTS, TrainingData, raise_task_errors, stage_failure
@@ -59,29 +63,40 @@ class SparkEngine(Engine):
                  check_data=None, fault_injection=None, description="spark-bsvm fit",
                  stage_restarts=STAGE_RESTARTS, validation_col=None, shared_results=None):
         data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description,
-                            validation_col, shared_results)
+                            validation_col, shared_results, checks_in_stage=True)
+        self._data, self._fault_injection, self._stage_restarts = data, fault_injection, stage_restarts
+        self._spark, self._progress, self._description = data.spark, data.progress, description
+        self._start_stage()
+        if data.checks_in_stage:
+            self._judge_checks()
         self.n_partitions, self.n_examples = data.n_partitions, data.n_examples
         self.n_features, self.classes, self.scale_gamma = data.n_features, data.classes, data.scale_gamma
         self.n_validation = data.n_validation
-        self._spark, self._progress, self._description = data.spark, data.progress, description
-        self._secret = secrets.token_hex(32)
-        self._job_group = fit_tag()
+        data.progress.info("%s: all %d training tasks connected; training", description, self.n_partitions)
+
+    def _start_stage(self):
+        """Start the training stage over the fit's data, with a coordinator of its own, and wait until every
+        task has connected."""
+        data, fault_injection = self._data, self._fault_injection
+        self._secret = secret = secrets.token_hex(32)
+        self._job_group = tag = fit_tag()
         self._job_error = self._rows = None
         host = self._spark.conf.get("spark.driver.host", "127.0.0.1")
         bind = self._spark.conf.get("spark.driver.bindAddress", None) or host
         try:
-            self._coordinator = Coordinator(bind, range(self.n_partitions), self._secret, check=self._check_stage)
+            self._coordinator = Coordinator(bind, range(data.n_partitions), secret, check=self._check_stage)
         except OSError as exc:
             raise RuntimeError(f"cannot listen on {bind} (spark.driver.bindAddress, else spark.driver.host; {exc}): "
                                "this process is not where the Spark driver runs (a Spark Connect client?); "
                                "coordinate the fit on the executors with coordinatorMode='executor'") from exc
-        self.address = (host, self._coordinator.address[1])  # where the tasks connect
+        self.address = address = (host, self._coordinator.address[1])  # where the tasks connect
         self.round_times, self._times_logged = self._coordinator.times, False
-        task = make_task(data.task_spec(self._secret, address=self.address, fault_injection=fault_injection))
 
         def run_stage():
-            try:
-                self._rows = data.run_stage(task, self._job_group, stage_restarts)
+            try:  # each start of the stage takes the spec as it is then (the figures, once the checks are judged)
+                self._rows = data.run_stage(
+                    lambda: make_task(data.task_spec(secret, address=address, fault_injection=fault_injection)),
+                    tag, self._stage_restarts)
             except Exception as exc:  # reported to the driver loop
                 self._job_error = exc
 
@@ -92,10 +107,39 @@ class SparkEngine(Engine):
         except BaseException:
             self.close()
             raise
-        data.progress.info("%s: all %d training tasks connected; training", description, self.n_partitions)
+
+    def _judge_checks(self):
+        """Judge the checks the tasks made of their rows (``TrainingData.judge``: a ValueError names bad data),
+        then tell the tasks what their blocks hold; when the rows must first be dealt again, end this stage and
+        start one over the dealt rows (whose tasks get the figures in their spec)."""
+        data = self._data
+        try:
+            for _ in range(4):
+                try:
+                    answers = self._coordinator.gather(timed=False)
+                    break
+                except LostTask:  # the restarted stage's tasks check their rows again
+                    self._coordinator.accept_all()
+            else:
+                raise RuntimeError("training tasks were lost four times while they checked their rows; giving up")
+            again = data.judge([g for pid in sorted(answers) for g in groups_from_message(answers[pid])])
+        except BaseException:
+            self.close()
+            raise
+        if again:
+            self.close()
+            self._progress.info("%s: the partitions were uneven or empty; the rows are dealt into %d partitions",
+                                self._description, data.n_partitions)
+            self._start_stage()
+        else:
+            self._progress.info("%s: the training tasks checked %d rows x %d features", self._description,
+                                data.n_examples + data.n_validation, data.n_features)
+            self._coordinator.send_all({"function": wire.CHECKED, "classes": data.classes,
+                                        "n_features": data.n_features, "dense": data.dense})
 
     def _check_stage(self):
-        waiting = 0 < len(self._coordinator.conns) < self.n_partitions  # the barrier stage runs, tasks missing
+        tasks = len(self._coordinator.partitions)
+        waiting = 0 < len(self._coordinator.conns) < tasks  # the barrier stage runs, tasks missing
         if waiting and self._thread.is_alive() and stage_partly_ended(self._spark, self._job_group):
             # a task ended without connecting, so it could not reach this coordinator; the connected
             # ones end on STOP, and the stage's rows name the problem

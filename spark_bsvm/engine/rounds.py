@@ -197,10 +197,11 @@ class Coordinator:
         for conn in self.conns.values():
             wire.send(conn, message)
 
-    def gather(self):
+    def gather(self, timed=True):
         """{partition id: answer} of every task; LostTask if a task is lost or a retried task connects, a
         ValueError with the task's message if it reports bad input (retrying cannot help).  The round goes
-        into ``times`` (with the seconds the tasks report beside their answers, taken out of them)."""
+        into ``times`` (with the seconds the tasks report beside their answers, taken out of them), unless
+        not ``timed`` (answers that are no round's: the tasks' checks of their rows)."""
         answers, work = {}, []
         pending = dict(self.conns)
         while pending:
@@ -217,7 +218,7 @@ class Coordinator:
                         raise ValueError(answers[pid]["message"])
                     work.append(answers[pid].pop(wire.WORK))
                     del pending[pid]
-        if work:
+        if work and timed:
             self.times.add(time.perf_counter() - self._sent, work)
         return answers
 

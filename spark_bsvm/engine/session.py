@@ -130,9 +130,9 @@ def row_sized_arrow_batches(spark, row_bytes):
     (``unsized_arrow_batches``), for rows of at most ``row_bytes`` bytes: thread-local properties, which Spark
     hands the tasks as SQL settings wherever the session does not set the key itself (a user's own
     ``ARROW_BYTES`` stands, and turns this off).  Spark Connect sessions keep Spark's sizing: their client
-    has no setting scoped to one thread's jobs."""
+    has no setting scoped to one thread's jobs; so does ``row_bytes`` None (rows of unknown size)."""
     conf = spark.conf
-    if is_connect(spark) or conf.get(ARROW_BYTES, None) is not None:
+    if row_bytes is None or is_connect(spark) or conf.get(ARROW_BYTES, None) is not None:
         yield
         return
     settings = unsized_arrow_batches(int(conf.get(ARROW_RECORDS)), DEFAULT_BATCH_BYTES, row_bytes,

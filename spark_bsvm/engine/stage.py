@@ -1,6 +1,7 @@
 """The training data of one fit and the barrier stage over it, whichever side coordinates the rounds.
 
-``TrainingData`` runs every check that needs the data (before the stage takes the task slots) and
+``TrainingData`` runs every check that needs the data, in a Spark job before the stage takes the task
+slots or, on the driver coordinator's fits, in the stage's tasks themselves (``TrainingData.judge``), and
 holds the DataFrame the stage reads, one partition per task.  Every task returns one row of
 ``OUTPUT_SCHEMA``: what it served, the error that ended the fit (bad rows, a coordinator it could not
 reach), and, from the task that coordinated a fit on the executors, the model and the solver's
@@ -11,8 +12,9 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from core.progress import progress_logger
-from spark_bsvm.engine.blocks import check_schema, check_training_data, check_validation_column
-from spark_bsvm.engine.session import barrier_tasks, row_sized_arrow_batches, tagged_jobs
+from spark_bsvm.engine.blocks import (check_schema, check_training_data, check_validation_column, declared_features,
+                                     judged_groups)
+from spark_bsvm.engine.session import barrier_tasks, is_connect, row_sized_arrow_batches, tagged_jobs
 
 OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
 UNREACHABLE = "Unreachable"  # error_type of a task that could not connect to the coordinator
@@ -79,8 +81,9 @@ def balanced(prepared, partition_rows, n_partitions):
 
 
 def dealt_again(prepared, partition_rows, n_partitions):
-    """``prepared``'s rows (``partition_rows``: {partition id: rows} of its non-empty partitions) dealt into
-    ``n_partitions`` non-empty partitions of nearly equal size, round robin (a shuffle).
+    """``prepared``'s rows (``partition_rows``: {partition id: rows} of its non-empty partitions, or None when
+    the rows are not counted yet: a round robin then, and the tasks' checks find any partition it leaves
+    empty) dealt into ``n_partitions`` non-empty partitions of nearly equal size, round robin (a shuffle).
 
     Why it works: Spark's round robin (sorted first, so a restarted stage gets the same rows) deals each
     input partition's rows to consecutive output partitions from a start seeded by the input partition,
@@ -93,7 +96,7 @@ def dealt_again(prepared, partition_rows, n_partitions):
     """
     from pyspark.sql import functions as F
 
-    if max(partition_rows.values()) < n_partitions:
+    if partition_rows is not None and max(partition_rows.values()) < n_partitions:
         row = "_spark_bsvm_row"
         numbered = prepared.withColumn(row, F.monotonically_increasing_id())
         return numbered.repartitionByRange(n_partitions, row).drop(row)
@@ -113,25 +116,32 @@ class HostedFit:
 class TaskSpec:
     """What every task of the stage needs: plain values only (it travels in the task's closure).
 
+    ``classes`` None: the tasks check their rows first (``TrainingData.checks_in_stage``): each sends the
+    checks' groups of its rows (``blocks.groups_message``) and builds its block from what the coordinator
+    answers (``wire.CHECKED``: the classes, the feature count and ``dense``), or ends at ``wire.STOP``;
+    ``n_features``, ``n_examples`` and ``scale_gamma`` are None then too.
     ``address``: the driver's coordinator, or None when partition 0's task coordinates (``fit`` set).
     ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once at its
-    k-th round (when it coordinates the fit, by killing its Python worker, as a lost executor would);
+    k-th round (0: before it sends its checks; when it coordinates the fit, by killing its Python worker, as
+    a lost executor would);
     with ``"times": n`` (driver-coordinated fits), at the k-th round of each attempt, n times in all;
     ``{"unreachable": pid, "port": port}`` gives partition pid's task a port where nothing listens.
-    ``n_validation``: the validation rows among the stage's rows (its ``validation`` column marks them).
-    ``dense``: the tasks hold their rows as dense blocks (``blocks.DataSummary.dense``).
+    ``has_validation``: the stage's rows have a ``validation`` column marking the validation rows, of which
+    there are ``n_validation``.  ``dense``: the tasks hold their rows as dense blocks
+    (``blocks.DataSummary.dense``).
     """
 
     secret: str
-    n_features: int
-    classes: list
+    n_features: Optional[int]
+    classes: Optional[list]
     has_weight: bool
     n_partitions: int
-    n_examples: int
-    scale_gamma: float
+    n_examples: Optional[int]
+    scale_gamma: Optional[float]
     address: Optional[tuple] = None
     fit: Optional[HostedFit] = None
     fault_injection: Optional[dict] = None
+    has_validation: bool = False
     n_validation: int = 0
     dense: bool = False
 
@@ -143,61 +153,114 @@ class TrainingData:
     two values and optionally a weight column of positive weights (the estimators drop the rows of weight
     0 first): ``blocks.check_training_data`` checks it all (one aggregation for clean vectors), which also gives
     ``scale_gamma``.  ``check_data(n_features, classes)``: the caller's checks of the data's shape; they run
-    before the stage holds the slots.  ``description`` names the fit in the progress log and the Spark UI.
+    before the tasks build their blocks.  ``description`` names the fit in the progress log and the Spark UI.
     ``validation_col``: a boolean column marking the validation rows, which the tasks hold beside the
     training rows (``PartitionData.validation``); ``n_examples`` counts the training rows only.
     ``shared_results``: a ``shared_results.SharedResults`` of the fits of one ``fitMultiple`` call: the checks
     and the stage's DataFrame, once per DataFrame, columns and task count (``check_data`` runs every time).
+
+    ``checks_in_stage``: the caller can judge the checks of the training tasks themselves (``judge``), as
+    the driver's coordinator does.  Then, when the stage's tasks would read the data as it is (its plan
+    fixes as many partitions as the stage has tasks, ``fixed_partitions``), no job of checks runs first:
+    ``checks_in_stage`` is true, the data's figures (``classes`` ...) are None until ``judge`` sets
+    them (the tasks' spec carries them from then on), and each task checks its own rows
+    (``blocks.partition_groups``: 14 ms for ijcnn1's 24,995-row partition, where the checks' Spark job took
+    0.25-0.42 s of each ijcnn1 fit; ``bench/bench_engines.py``).
+    With ``shared_results``, the first fit's checks, judged or run as a job, serve the fits after it.
     """
 
     def __init__(self, df, features_col="features", label_col="label", weight_col=None, num_partitions=None,
-                 check_data=None, description="spark-bsvm fit", validation_col=None, shared_results=None):
+                 check_data=None, description="spark-bsvm fit", validation_col=None, shared_results=None,
+                 checks_in_stage=False):
         self.description, self.progress = description, progress_logger()
-        self.progress.info("%s: checking the training data", description)
         self.spark = df.sparkSession
         check_schema(df, features_col, label_col, weight_col)
         if validation_col:
             check_validation_column(df, validation_col)
-        self.has_weight = bool(weight_col)
+        self.has_weight, self.has_validation = bool(weight_col), bool(validation_col)
+        self._names, self._check_data = (features_col, label_col, weight_col), check_data
+        self.classes = self.n_examples = self.n_features = self.scale_gamma = None
+        self.partition_rows, self.n_validation, self.dense = None, 0, False
         columns = features_col, label_col, weight_col, validation_col
-        tasks = barrier_tasks(self.spark, num_partitions)
+        self.n_partitions = tasks = barrier_tasks(self.spark, num_partitions)
+        prepared = _prepared(df, columns)
+        self.checks_in_stage = checks_in_stage and fixed_partitions(prepared) == tasks
+        key = ("checks", id(df), columns, tasks)  # the key's DataFrame is kept with the result: its id names no other
+        self._shared = None
+        if shared_results is not None and self.checks_in_stage:
+            known = shared_results.known(key)  # another fit's judged checks
+            if known is not None:
+                self.checks_in_stage = False
+                self._take(*known[1:])
+                return
+            self._shared = (shared_results, key, df)
+        if self.checks_in_stage:
+            self.progress.info("%s: the training tasks check their rows", description)
+            self.frame = prepared
+            return
+        self.progress.info("%s: checking the training data", description)
         if shared_results is None:
-            summary, self.frame = _checked_frame(df, columns, tasks)
-        else:  # the key's DataFrame is kept with the result: its id names no other DataFrame meanwhile
-            _, summary, self.frame = shared_results.once(("checks", id(df), columns, tasks),
-                                                        lambda: (df, *_checked_frame(df, columns, tasks)))
+            self._take(*_checked_frame(prepared, tasks, self._names))
+        else:
+            self._take(*shared_results.once(key, lambda: (df, *_checked_frame(prepared, tasks, self._names)))[1:])
+
+    def _take(self, summary, frame):
+        """Hold the data's checked figures (``summary``, a ``blocks.DataSummary``) and the DataFrame the stage
+        reads; then run the caller's ``check_data``."""
         self.classes, self.n_examples, self.n_features = summary.classes, summary.n_rows, summary.n_features
-        self.scale_gamma, self.n_partitions = summary.scale_gamma, _task_count(summary, tasks)
-        self.partition_rows = summary.partition_rows
+        self.scale_gamma, self.partition_rows = summary.scale_gamma, summary.partition_rows
         self.n_validation, self.dense = summary.n_validation, summary.dense
         self.n_examples -= self.n_validation
-        if check_data is not None:
-            check_data(self.n_features, self.classes)
+        self.frame, self.n_partitions = frame, _task_count(summary, self.n_partitions)
+        if self._check_data is not None:
+            self._check_data(self.n_features, self.classes)
+
+    def judge(self, groups):
+        """Judge the checks' ``groups`` of every task's rows (``blocks.judged_groups``; a ValueError names
+        bad data) and hold what they found; then the caller's ``check_data``.  Whether the stage must start
+        again over the rows dealt anew (``balanced``: partitions too uneven, or empty), with fewer tasks when
+        there are fewer rows than tasks."""
+        summary = judged_groups(groups, self.has_validation, *self._names)
+        frame = balanced(self.frame, summary.partition_rows, _task_count(summary, self.n_partitions))
+        if self._shared is not None:  # for the other fits of the fitMultiple call
+            shared_results, key, df = self._shared
+            shared_results.offer(key, (df, summary, frame))
+        again = frame is not self.frame
+        self._take(summary, frame)
+        return again
 
     def task_spec(self, secret, **kwargs):
         return TaskSpec(secret, self.n_features, self.classes, self.has_weight, self.n_partitions, self.n_examples,
-                        self.scale_gamma, n_validation=self.n_validation, dense=self.dense, **kwargs)
+                        self.scale_gamma, has_validation=self.has_validation, n_validation=self.n_validation,
+                        dense=self.dense, **kwargs)
 
-    def run_stage(self, task, tag, restarts=0):
-        """Run ``task`` on every partition in one barrier stage; the tasks' output rows.  When a task fails,
-        Spark aborts the stage (a barrier result stage is not retried); start it again, at most ``restarts``
-        times: the new tasks connect to the coordinator again.  When Spark refuses the stage because its
-        partitions are merged from others within it (``MERGED_PARTITIONS``), deal the rows again
-        (``dealt_again``) and start it at once: a refusal at the job's submission, which costs no restart.
+    def run_stage(self, make_task, tag, restarts=0):
+        """Run the task ``make_task()`` gives on every partition in one barrier stage (called at each start of
+        the stage: one started again after the tasks' checks were judged gets their figures); the tasks' output
+        rows.  When a task fails, Spark aborts the stage (a barrier result stage is not retried); start it
+        again, at most ``restarts`` times: the new tasks connect to the coordinator again.  When Spark refuses
+        the stage because its partitions are merged from others within it (``MERGED_PARTITIONS``), deal the
+        rows again (``dealt_again``) and start it at once: a refusal at the job's submission, which costs no
+        restart.
 
         Why a result stage: a shuffle after the barrier stage would make it a map stage, which Spark retries
         as a whole by itself, but its result stage costs a fit ~0.09 s more at its end (budget-L1 on ijcnn1,
         ``bench/bench_engines.py``); this loop's new stage resumes the fit as Spark's retry would."""
-        self.progress.info("%s: starting %d training tasks on %d rows x %d features (each converts its rows and "
-                           "compiles its kernels before the first round)", self.description, self.n_partitions,
-                           self.n_examples, self.n_features)
+        if self.classes is None:
+            self.progress.info("%s: starting %d training tasks (each checks its rows, converts them and compiles "
+                               "its kernels before the first round)", self.description, self.n_partitions)
+        else:
+            self.progress.info("%s: starting %d training tasks on %d rows x %d features (each converts its rows "
+                               "and compiles its kernels before the first round)", self.description,
+                               self.n_partitions, self.n_examples, self.n_features)
         restart, dealt = 0, False
         while True:
+            n_features = self.n_features or declared_features(self.frame.schema["features"])
             try:
-                with tagged_jobs(self.spark, tag, f"{self.description} ({self.n_examples} rows, "
-                                                  f"{self.n_partitions} tasks)"), \
-                        row_sized_arrow_batches(self.spark, row_bytes(self.n_features)):
-                    return self.frame.mapInArrow(task, OUTPUT_SCHEMA, barrier=True).collect()
+                rows = "" if self.n_examples is None else f"{self.n_examples} rows, "  # known once checked
+                with tagged_jobs(self.spark, tag, f"{self.description} ({rows}{self.n_partitions} tasks)"), \
+                        row_sized_arrow_batches(self.spark, n_features and row_bytes(n_features)):
+                    return self.frame.mapInArrow(make_task(), OUTPUT_SCHEMA, barrier=True).collect()
             except Exception as exc:
                 message = str(exc)
                 if MERGED_PARTITIONS in message and not dealt:  # dealt once: a second refusal is an error
@@ -212,29 +275,45 @@ class TrainingData:
                                       self.description, stage_failure(exc), restart, restarts)
 
 
+def fixed_partitions(prepared):
+    """The partitions that ``prepared``'s plan fixes before it runs (classic sessions), or None where they
+    may change as it runs (an adaptive plan: Spark may merge a shuffle's partitions) or cannot be known
+    without a job (Spark Connect).  No job runs: the count comes from the planned RDD."""
+    if is_connect(prepared.sparkSession):
+        return None
+    if prepared._jdf.queryExecution().executedPlan().getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+        return None
+    return prepared.rdd.getNumPartitions()
+
+
 def _task_count(summary, tasks):
     """The stage's tasks: ``tasks``, or fewer for fewer rows (a task needs a row to train on)."""
     return min(tasks, summary.n_rows)
 
 
-def _checked_frame(df, columns, tasks):
-    """(the ``DataSummary`` of ``df``'s training data, the DataFrame the stage reads): ``columns`` =
-    (features, label, weight or None, validation or None) projected and renamed, checked
-    (``check_training_data``), then dealt into the stage's partitions (``balanced``)."""
+def _prepared(df, columns):
+    """``df``'s ``columns`` = (features, label, weight or None, validation or None) projected and renamed as the
+    stage reads them; an array column of features as array<double> (the tasks read dense rows)."""
     from pyspark.ml.linalg import VectorUDT
     from pyspark.sql import functions as F
 
     features_col, label_col, weight_col, validation_col = columns
-    selected = [F.col(features_col).alias("features"), F.col(label_col).alias("label")]
+    features = F.col(features_col)
+    if not isinstance(df.schema[features_col].dataType, VectorUDT):
+        features = features.cast("array<double>")
+    selected = [features.alias("features"), F.col(label_col).alias("label")]
     if weight_col:
         selected.append(F.col(weight_col).cast("double").alias("weight"))
     if validation_col:
         selected.append(F.col(validation_col).alias("validation"))
-    prepared = df.select(*selected)
-    summary = check_training_data(prepared, features_col, label_col, weight_col)
-    if not isinstance(prepared.schema["features"].dataType, VectorUDT):
-        # an array column: the tasks read it as list<double>, dense rows
-        prepared = prepared.withColumn("features", F.col("features").cast("array<double>"))
+    return df.select(*selected)
+
+
+def _checked_frame(prepared, tasks, names):
+    """(the ``DataSummary`` of the ``prepared`` training data, checked by its Spark job
+    (``check_training_data``; ``names``: the features, label and weight columns the errors name), the
+    DataFrame the stage reads: ``prepared`` dealt into the stage's partitions (``balanced``)."""
+    summary = check_training_data(prepared, *names)
     return summary, balanced(prepared, summary.partition_rows, _task_count(summary, tasks))
 
 

@@ -11,6 +11,9 @@ row's message; in a fit coordinated on the executors all tasks share the outcome
 ``allGather`` and end at once.  (The driver's way saves the ``allGather``, ~1 s per fit on
 ``local[2]``: ``bench/bench_engines.py``.)
 
+A task whose spec has no classes (``TaskSpec``) first checks its rows and sends the checks' groups,
+then builds its block from the coordinator's answer (``wire.CHECKED``), or ends at ``wire.STOP``.
+
 The task says hello before it builds its block, so that a problem with its rows reaches the
 coordinator as a message, not as a failed task: a ``ValueError`` (bad input: an empty partition,
 vectors of mixed sizes, NaN features, a partition function refusing its request) is sent as an error
@@ -27,7 +30,7 @@ import socket
 import time
 
 from spark_bsvm.engine import wire
-from spark_bsvm.engine.blocks import partition_block
+from spark_bsvm.engine.blocks import groups_message, partition_block, partition_groups, partition_table
 from spark_bsvm.engine.hosted import host_fit
 from spark_bsvm.engine.task_threads import use_task_cores
 from spark_bsvm.engine.stage import MISSING, UNREACHABLE, output_batch, output_schema
@@ -82,6 +85,21 @@ def _faults(injection):
     return os.path.getsize(injection["marker"]) if os.path.exists(injection["marker"]) else 0
 
 
+def _inject_fault(pid, served, injection):
+    """The test hook ``TaskSpec.fault_injection``: partition 0's task fails at its ``injection["round"]``-th
+    round (0: before it sends its checks), while the marker counts fewer faults than ``"times"``."""
+    if pid == 0 and served == injection.get("round") and _faults(injection) < injection.get("times", 1):
+        with open(injection["marker"], "a") as marker:
+            marker.write("x")  # one byte per fault
+        raise RuntimeError("fault injected by a test")
+
+
+def _closed_early(address):
+    """The error of a task whose connection to ``address`` closed before its first round."""
+    return ConnectionError(f"the training task reached {address[0]}:{address[1]}, but the connection closed before "
+                           "its first round: the spark-bsvm coordinator refused it, or something else listens there")
+
+
 def _serve(context, batches, spec):
     """Serve the coordinator's rounds on this task's partition; the task's output row.  Each answer goes with
     the seconds its partition function took (``wire.WORK``: the coordinator's ``rounds.RoundTimes``)."""
@@ -100,9 +118,22 @@ def _serve(context, batches, spec):
     served = 0
     try:
         wire.send_hello(sock, spec.secret, pid)
+        table = partition_table(batches)
+        n_features, classes, dense = spec.n_features, spec.classes, spec.dense
+        if classes is None:  # this task checks its rows; the coordinator judges every task's checks
+            _inject_fault(pid, served, injection)
+            start = time.perf_counter()
+            groups = groups_message(partition_groups(table, pid))
+            try:
+                wire.send(sock, dict(groups, **{wire.WORK: time.perf_counter() - start}))
+                checked = wire.recv(sock)
+            except ConnectionError as exc:
+                raise _closed_early(address) from exc
+            if checked["function"] == wire.STOP:  # bad data, or rows to be dealt again first
+                return {"served": 0}
+            n_features, classes, dense = checked["n_features"], checked["classes"], checked["dense"]
         try:
-            data = partition_block(batches, pid, spec.n_features, spec.classes, spec.has_weight,
-                                   spec.n_validation > 0, spec.dense)
+            data = partition_block(table, pid, n_features, classes, spec.has_weight, spec.has_validation, dense)
         except ValueError as exc:
             _report(sock, exc)
             data = None
@@ -113,17 +144,12 @@ def _serve(context, batches, spec):
             except ConnectionError as exc:
                 if served:  # the coordinator is gone mid-fit: the restarted stage resumes it
                     raise
-                raise ConnectionError(
-                    f"the training task reached {address[0]}:{address[1]}, but the connection closed before its "
-                    "first round: the spark-bsvm coordinator refused it, or something else listens there") from exc
+                raise _closed_early(address) from exc
             name = request.pop("function")
             if name == wire.STOP:
                 break
             served += 1
-            if pid == 0 and served == injection.get("round") and _faults(injection) < injection.get("times", 1):
-                with open(injection["marker"], "a") as marker:
-                    marker.write("x")  # one byte per fault
-                raise RuntimeError("fault injected by a test")
+            _inject_fault(pid, served, injection)
             start = time.perf_counter()
             try:
                 state, answer = PARTITION_FUNCTIONS[name](data, state, request)

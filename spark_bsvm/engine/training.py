@@ -58,7 +58,8 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
                         validation_col, shared_results)
     spec = data.task_spec(secrets.token_hex(32), fit=HostedFit(function, arguments), fault_injection=fault_injection)
     try:
-        rows = data.run_stage(make_task(spec), fit_tag(), stage_restarts)  # the solver's progress: executor's log
+        # the solver's progress goes to the executor's log
+        rows = data.run_stage(lambda: make_task(spec), fit_tag(), stage_restarts)
     except Exception as exc:  # Spark's message, with the task's exception in a Java trace
         raise RuntimeError(f"the training stage failed: {stage_failure(exc)}") from exc
     raise_task_errors(rows)

@@ -9,7 +9,8 @@ from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.svc import fit_csvc
 from spark_bsvm.engine import SparkEngine
-from spark_bsvm.engine.blocks import rows_from_arrow
+from spark_bsvm.engine import wire
+from spark_bsvm.engine.blocks import declared_features, groups_from_message, rows_from_arrow
 
 pytestmark = pytest.mark.spark
 
@@ -207,3 +208,84 @@ def test_clean_vectors_are_summarised_by_the_plain_pass_as_the_diagnosing_pass_w
     tracker = context.statusTracker()
     jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(group)]
     assert jobs and all(job.status == "SUCCEEDED" for job in jobs)
+
+
+def _task_groups(prepared):
+    """``partition_groups`` of each partition of ``prepared``, computed in its task and read back from the
+    wire message it would send (``groups_message``)."""
+    from pyspark import TaskContext
+
+    def task(batches):
+        from spark_bsvm.engine import wire
+        from spark_bsvm.engine.blocks import groups_message, partition_groups, partition_table
+
+        groups = partition_groups(partition_table(batches), TaskContext.get().partitionId())
+        yield pa.RecordBatch.from_pylist([{"groups": wire.encode(groups_message(groups))}])
+
+    return [g for row in prepared.mapInArrow(task, "groups binary").collect()
+            for g in groups_from_message(wire.decode(row["groups"]))]
+
+
+def _judged(judge):
+    try:
+        return judge()
+    except ValueError as exc:
+        return str(exc)
+
+
+def test_a_tasks_own_checks_judge_its_rows_as_the_aggregation_does(spark):
+    """``partition_groups`` in each task, sent as its wire message and judged by ``judged_groups``: the
+    ``DataSummary`` that
+    ``check_training_data``'s Spark aggregation gives, or its error message, for clean rows (dense, sparse and
+    mixed vectors, arrays, weights, a validation mark, string labels) and for each kind of bad row."""
+    from pyspark.ml.linalg import Vectors, VectorUDT
+    from pyspark.sql.types import (ArrayType, BooleanType, DoubleType, FloatType, StringType, StructField,
+                                   StructType)
+
+    import spark_bsvm.engine.blocks as blocks
+
+    rng = np.random.default_rng(7)
+    X = np.where(rng.random((80, 5)) < 0.4, 0.0, rng.normal(3.0, 2.0, size=(80, 5)))
+    vector = StructType([StructField("features", VectorUDT()), StructField("label", DoubleType()),
+                         StructField("weight", DoubleType()), StructField("validation", BooleanType())])
+    clean = [(Vectors.sparse(5, {j: v for j, v in enumerate(x) if v}) if i % 3 else Vectors.dense(x),
+              float(i % 2), 1.0 + i % 4, i % 5 == 0) for i, x in enumerate(X)]
+    good = clean[:6]
+    cases = [(clean, vector), ([(r[0], r[1], r[2], None if i == 3 else r[3]) for i, r in enumerate(clean)], vector)]
+    for bad in [(None, 1.0, 1.0, False), (Vectors.dense([float("nan")] + [1.0] * 4), 1.0, 1.0, False),
+                (Vectors.sparse(5, [2], [float("-inf")]), 0.0, 1.0, False), (Vectors.dense([1.0, 2.0]), 1.0, 1.0, False),
+                (Vectors.dense([1.0] * 5), None, 1.0, False), (Vectors.dense([1.0] * 5), 2.0, 1.0, False),
+                (Vectors.dense([1.0] * 5), 1.0, -1.0, False), (Vectors.dense([1.0] * 5), 1.0, None, False),
+                (Vectors.dense([1.0] * 5), 1.0, 0.0, False), (Vectors.dense([1.0] * 5), 1.0, float("inf"), False)]:
+        cases.append((good + [bad], vector))
+    arrays = StructType([StructField("features", ArrayType(FloatType())), StructField("label", StringType())])
+    cases.append(([(x.astype(float).tolist(), "yes" if i % 2 else "no") for i, x in enumerate(X)], arrays))
+    cases.append(([(x.tolist(), "a") for x in X[:3]] + [([1.0, None, 2.0, 0.0, 1.0], "b"), ([], "b")], arrays))
+    for rows, schema in cases:
+        df = spark.createDataFrame(rows, schema)
+        for columns in (["features", "label"], list(schema.names)):
+            prepared = df.select(*columns).repartition(3)
+            weight = "weight" if "weight" in columns else None
+            expected = _judged(lambda: blocks.check_training_data(prepared, "features", "label", weight))
+            found = _judged(lambda: blocks.judged_groups(_task_groups(prepared), "validation" in columns, "features",
+                                                         "label", weight))
+            if isinstance(expected, str):
+                assert found == expected
+            else:
+                assert found.scale_gamma == pytest.approx(expected.scale_gamma, rel=1e-12)
+                assert (found.classes, found.n_rows, found.partition_rows, found.n_features, found.n_validation,
+                        found.dense) == (expected.classes, expected.n_rows, expected.partition_rows,
+                                         expected.n_features, expected.n_validation, expected.dense)
+
+
+def test_a_features_column_declares_its_size_where_spark_ml_wrote_it(spark):
+    """The bound of the stage's Arrow batches when the tasks check their rows: VectorAssembler's metadata, none
+    for an array column or a vector column without metadata."""
+    from pyspark.ml.feature import VectorAssembler
+    from pyspark.ml.functions import array_to_vector
+
+    df = spark.createDataFrame([(1.0, 2.0, 3.0, [1.0, 2.0])], ["a", "b", "c", "array"])
+    assembled = VectorAssembler(inputCols=["a", "b", "c"], outputCol="features").transform(df)
+    assert declared_features(assembled.schema["features"]) == 3
+    assert declared_features(df.schema["array"]) is None
+    assert declared_features(df.select(array_to_vector("array").alias("v")).schema["v"]) is None

@@ -99,6 +99,21 @@ def test_a_task_lost_mid_fit_resumes_to_the_same_model(spark, data, tmp_path):
     assert np.array_equal(disturbed.predict(X), undisturbed.predict(X))
 
 
+def test_a_task_lost_before_its_checks_reached_the_coordinator_is_checked_again(spark, data, tmp_path, caplog):
+    """Partition 0's task fails before it sends its checks: the coordinator, still gathering them, waits for
+    the restarted stage, whose tasks check their rows again; the fit is the undisturbed one."""
+    X, y = data
+    marker = tmp_path / "fault-injected"
+    caplog.set_level(logging.INFO)
+    with SparkEngine(to_df(spark, X, y), num_partitions=2,
+                     fault_injection={"round": 0, "marker": str(marker)}) as engine:
+        disturbed = fit_csvc(engine, C=3.0, kernel=KERNEL, tol=1e-9, working_set_size=64)
+    assert marker.read_text() == "x"  # the fault really happened, once
+    assert "restart 1 of at most" in caplog.text and "the training tasks checked 600 rows x 4 features" in caplog.text
+    undisturbed = fit_csvc(LocalEngine(X, y, n_partitions=2), C=3.0, kernel=KERNEL, tol=1e-9, working_set_size=64)
+    _same_model(disturbed, undisturbed, atol=1e-12)
+
+
 def _with_hook(engine, hook):
     """``engine`` with ``hook(round number)`` called before each of its rounds."""
     run, count = engine.run, iter(range(1, 1 << 30))
@@ -164,7 +179,8 @@ def test_the_listener_closes_with_the_engine(spark, data):
      r"^features column 'features' has 1 row\(s\) with NaN, infinite or null values"),
 ])
 def test_bad_rows_are_refused_before_the_training_stage(spark, rows, message):
-    """The checks' message, not a Java trace, and no training stage: no task to fail or retry (local[2,3] would)."""
+    """A frame of other partitions than tasks: its checks' job gives the message, not a Java trace, and no
+    training stage starts: no task to fail or retry (local[2,3] would)."""
     from pyspark.ml.linalg import Vectors
 
     df = spark.createDataFrame([(Vectors.dense(x), label) for x, label in rows], ["features", "label"])
@@ -174,6 +190,53 @@ def test_bad_rows_are_refused_before_the_training_stage(spark, rows, message):
             fit_csvc(engine, C=1.0, kernel=KERNEL)
     assert "Traceback" not in str(raised.value) and "at org.apache" not in str(raised.value)
     assert engine is None  # refused while the engine was being made: no coordinator, no stage
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([([0.0, 1.0], 0.0), ([1.0, 2.0], 1.0), ([1.0, 2.0, 3.0], 1.0), ([2.0, 1.0], 0.0)],
+     r"^features column 'features' holds vectors of different sizes \(2 to 3 entries\)"),
+    ([([0.0, 1.0], 0.0), ([1.0, 2.0], 1.0), ([float("nan"), 1.0], 1.0), ([2.0, 1.0], 0.0)],
+     r"^features column 'features' has 1 row\(s\) with NaN, infinite or null values"),
+    ([([0.0, 1.0], 0.0), ([1.0, 2.0], 1.0), ([1.0, 1.0], 2.0), ([2.0, 1.0], 0.0)], r"exactly two"),
+])
+def test_bad_rows_are_refused_by_the_tasks_own_checks_with_the_same_message(spark, rows, message, monkeypatch,
+                                                                            caplog):
+    """A frame of as many partitions as tasks: no job of checks runs (it would fail this test), the tasks check
+    their rows, and the coordinator's judgment raises the checks' message while the engine is being made; the
+    tasks end on the coordinator's STOP, so no task fails and the stage does not start again."""
+    from pyspark.ml.linalg import Vectors
+
+    from spark_bsvm.engine import stage
+
+    caplog.set_level(logging.INFO)
+    monkeypatch.setattr(stage, "check_training_data", lambda *args: pytest.fail("a job of checks ran"))
+    df = spark.sparkContext.parallelize([(Vectors.dense(x), label) for x, label in rows], 2).toDF(["features", "label"])
+    engine = None
+    with pytest.raises(ValueError, match=message) as raised:
+        with SparkEngine(df, num_partitions=2) as engine:
+            fit_csvc(engine, C=1.0, kernel=KERNEL)
+    assert "Traceback" not in str(raised.value) and "at org.apache" not in str(raised.value)
+    assert engine is None
+    assert "the training tasks check their rows" in caplog.text
+    assert "starting the training stage again" not in caplog.text
+
+
+def test_the_tasks_own_checks_give_the_checks_jobs_figures(spark):
+    """The figures the engine takes from its tasks' checks (no job of checks) are those of the checks' job."""
+    from spark_bsvm.engine.stage import TrainingData
+
+    X, y = make_rings(300, 5, seed=4)
+    X[:, 2] = np.where(X[:, 2] > 0.3, X[:, 2], 0.0)  # zeros, so that the nonzeros count
+    df = to_df(spark, X, y)
+    checked = TrainingData(df, num_partitions=2)
+    assert not checked.checks_in_stage
+    with SparkEngine(df, num_partitions=2) as engine:
+        assert engine._data.checks_in_stage
+        for name in ("n_partitions", "n_examples", "n_features", "classes", "n_validation"):
+            assert getattr(engine, name) == getattr(checked, name), name
+        assert engine._data.dense == checked.dense and engine._data.partition_rows == checked.partition_rows
+        assert engine.scale_gamma == pytest.approx(checked.scale_gamma, rel=1e-12)
+        assert engine.scale_gamma == pytest.approx(1.0 / (5 * X.var()), rel=1e-12)
 
 
 def _scala_items(seq):
@@ -210,7 +273,8 @@ def test_nothing_shown_outside_the_driver_carries_a_part_of_the_secret(spark, da
         secret, group = engine._secret, engine._job_group
     shown += [_shown_outside_the_driver(spark), caplog.text]
     text = "\n".join(shown)
-    assert group in text and "spark-bsvm fit (600 rows, 2 tasks)" in text and len(text) > 10_000  # it is all there
+    # it is all there (the stage's description: its tasks check the rows, so it does not count them)
+    assert group in text and "spark-bsvm fit (2 tasks)" in text and len(text) > 10_000
     pieces = {secret[i:i + 8] for i in range(len(secret) - 7)}  # 48 bits leaked before; 32 would be too many
     assert not [piece for piece in pieces if piece in text]
 
@@ -240,7 +304,7 @@ def test_a_stage_that_ends_while_the_coordinator_looks_at_it_reports_its_error()
     from types import SimpleNamespace
 
     failure = RuntimeError("Job aborted due to stage failure: the reason")
-    engine = SimpleNamespace(_coordinator=SimpleNamespace(conns={}), n_partitions=2, _job_error=None, _rows=None)
+    engine = SimpleNamespace(_coordinator=SimpleNamespace(conns={}, partitions=[0, 1]), _job_error=None, _rows=None)
 
     def ending():  # the thread's last act, between the coordinator's two reads
         engine._job_error = failure

@@ -41,3 +41,15 @@ def test_a_failed_computation_is_run_again_by_the_next_fit():
     assert len(calls) == 2
     assert shared.once("rows", lambda: None) is None  # None is a result like any other
     assert shared.once("rows", lambda: "never run") is None
+
+
+def test_a_result_offered_by_a_fit_serves_the_others_and_never_replaces_one():
+    shared = SharedResults()
+    assert shared.known("checks") is None  # nothing computed: the fit checks on its own, and offers
+    shared.offer("checks", "judged by the first fit's tasks")
+    shared.offer("checks", "judged by a fit beside it")  # a second offer changes nothing
+    assert shared.known("checks") == "judged by the first fit's tasks"
+    assert shared.once("checks", lambda: pytest.fail("computed again")) == "judged by the first fit's tasks"
+    shared.once("rows", lambda: "computed")
+    shared.offer("rows", "offered")
+    assert shared.known("rows") == "computed"

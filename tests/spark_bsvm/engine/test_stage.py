@@ -1,6 +1,8 @@
 """The training data as the barrier stage reads it: one non-empty, evenly sized partition per task, whatever
 the input's partitioning."""
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -35,12 +37,16 @@ def fit(df):
 
 
 @pytest.mark.parametrize("sizes", [[0, 400], [396, 4]], ids=["empty partition 0", "99% in partition 0"])
-def test_empty_and_skewed_inputs_are_dealt_evenly_and_train(spark, rings, sizes):
+def test_empty_and_skewed_inputs_are_dealt_evenly_and_train(spark, rings, sizes, caplog):
+    """By the checks' job (``TrainingData`` alone), and by the engine, whose tasks check their rows: its first
+    stage ends at the judgment and a second one reads the rows dealt again."""
     X, y = rings
     df = contiguous_frame(spark, X, y, sizes=sizes)
     assert partition_sizes(df) == sizes
     assert partition_sizes(TrainingData(df).frame) in ([200, 200], [201, 199], [199, 201])
+    caplog.set_level(logging.INFO)
     tasks, model = fit(df)
+    assert "the partitions were uneven or empty; the rows are dealt into 2 partitions" in caplog.text
     # the same problem as LocalEngine's, on other partitions: the same optimum up to the solver's tolerance
     local = fit_csvc(LocalEngine(X, y, n_partitions=2), C=3.0, kernel=KERNEL, tol=1e-6)
     assert tasks == 2

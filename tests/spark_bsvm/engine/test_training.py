@@ -56,10 +56,15 @@ def test_both_coordinator_modes_give_the_local_model(data, method, caplog):
         assert model.bias == pytest.approx(local.bias, abs=1e-9)
         assert model.metadata.get("rounds") == local.metadata.get("rounds")
     said = [r.getMessage() for r in caplog.records if r.name == "spark_bsvm.progress"]
-    assert said[:3] == ["spark-bsvm fit: checking the training data",
-                        "spark-bsvm fit: starting 2 training tasks on 400 rows x 4 features (each converts its rows "
-                        "and compiles its kernels before the first round)",
+    assert said[:4] == ["spark-bsvm fit: the training tasks check their rows",
+                        "spark-bsvm fit: starting 2 training tasks (each checks its rows, converts them and compiles "
+                        "its kernels before the first round)",
+                        "spark-bsvm fit: the training tasks checked 400 rows x 4 features",
                         "spark-bsvm fit: all 2 training tasks connected; training"]
+    # the executor mode's fit: its checks' job, then the stage
+    assert "spark-bsvm fit: checking the training data" in said
+    assert ("spark-bsvm fit: starting 2 training tasks on 400 rows x 4 features (each converts its rows and "
+            "compiles its kernels before the first round)") in said
 
 
 def test_auto_mode_is_the_driver_on_classic_sessions(spark):

@@ -1,5 +1,6 @@
 """The bad-input matrix of the Spark estimators: each case is refused with its one-line message by the checks'
-aggregations, before the training stage starts (no training task, so no task retries).
+aggregations, before the training stage starts (no training task, so no task retries), or, where the frame
+has as many partitions as the tasks, by the tasks' own checks of their rows, judged before any round.
 
 Bad params (every range-checked one) are in ``test_params.BAD``, with the check that no Spark job starts;
 the in-process API's matrix is in ``tests/core/test_engine.py``."""
@@ -83,6 +84,25 @@ def _refused(estimator, df, message, caplog):
 def test_bad_data_is_refused_with_one_line_before_training(spark, schema, rows, params, message, caplog):
     df = spark.createDataFrame(rows, schema).repartition(2)
     _refused(CSVC(gamma=1.0, numPartitions=2, **params), df, message, caplog)
+
+
+@pytest.mark.parametrize("schema, rows, params, message", [case[1:] for case in MATRIX],
+                         ids=[case[0] for case in MATRIX])
+def test_bad_data_is_refused_with_the_same_line_by_the_training_tasks_own_checks(spark, schema, rows, params,
+                                                                                  message, caplog, monkeypatch):
+    """As many partitions as tasks: the tasks check their rows, no job of checks runs (it would fail this
+    test), the coordinator's judgment raises the same line, and the stage ends before any round, no task
+    failed."""
+    from spark_bsvm.engine import stage
+
+    monkeypatch.setattr(stage, "check_training_data", lambda *args: pytest.fail("a job of checks ran"))
+    df = spark.sparkContext.parallelize(rows, 2).toDF(schema)
+    with caplog.at_level("INFO", logger="spark_bsvm"):
+        with pytest.raises(ValueError, match=f"^{message}$") as raised:
+            CSVC(gamma=1.0, numPartitions=2, **params).fit(df)
+    assert "\n" not in str(raised.value)
+    assert "the training tasks check their rows" in caplog.text and "training tasks connected" not in caplog.text
+    assert "starting the training stage again" not in caplog.text
 
 
 @pytest.fixture(scope="module")

@@ -19,15 +19,21 @@ def train(spark):
 
 @pytest.fixture
 def checks(monkeypatch):
-    """The DataFrames ``check_training_data`` was run on, in the order of the runs."""
+    """The runs of the data's checks, in their order: a Spark job of checks (``check_training_data``: the
+    DataFrame it ran on) or the judgment of the training tasks' own checks (``TrainingData.judge``: "tasks")."""
     runs = []
-    checked = stage.check_training_data
+    checked, judge = stage.check_training_data, stage.TrainingData.judge
 
     def counted(prepared, *args):
         runs.append(prepared)
         return checked(prepared, *args)
 
+    def judged(self, groups):
+        runs.append("tasks")
+        return judge(self, groups)
+
     monkeypatch.setattr(stage, "check_training_data", counted)
+    monkeypatch.setattr(stage.TrainingData, "judge", judged)
     return runs
 
 
@@ -65,6 +71,7 @@ def test_param_maps_of_the_model_params_share_the_checks_and_one_training_stage(
     assert len(checks) == len(stages) == 3
     models = estimator.fit(train[2], param_maps)  # pyspark's list form: fitMultiple
     assert len(checks) == len(stages) == 4
+    assert checks == ["tasks"] * 4  # the frame's partitions are the tasks': they check their rows, no job does
     assert_same_models(models, expected)
     assert [m.getC() for m in models] == [0.1, 1.0, 10.0]
 

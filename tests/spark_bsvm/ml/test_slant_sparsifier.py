@@ -86,17 +86,19 @@ def test_bad_params_are_named(setup, params, message):
         SlantSparsifier(numPartitions=2, **params).fit(setup[2])
 
 
-def test_a_reference_for_other_features_is_refused_before_the_training_stage(spark, setup, tmp_path, monkeypatch):
+def test_a_reference_for_other_features_is_refused_with_the_data_checks(spark, setup, tmp_path, caplog):
+    """Refused where the data's checks are judged (the training tasks check their rows here): before any block
+    is built or round run; the stage has ended, and no task failed."""
+    import logging
     import threading
-
-    from spark_bsvm.engine import coordinator
 
     X, labels, df, _, _ = setup
     narrow = fit_csvc(LocalEngine(X[:, :3], labels), C=3.0, kernel=KERNEL)
     path = str(tmp_path / "narrow")
     BSVMModel(narrow).write().save(path)
-    started, make_task = [], coordinator.make_task
-    monkeypatch.setattr(coordinator, "make_task", lambda *args: started.append(args) or make_task(*args))
+    caplog.set_level(logging.INFO)
     with pytest.raises(ValueError, match="the reference model has 3 features but the data has 4"):
         SlantSparsifier(referenceModelPath=path, numPartitions=2).fit(df)
-    assert started == [] and not [t for t in threading.enumerate() if t.name == "spark-bsvm-stage"]
+    assert "the training tasks check their rows" in caplog.text and "rounds after the first" not in caplog.text
+    assert "starting the training stage again" not in caplog.text
+    assert not [t for t in threading.enumerate() if t.name == "spark-bsvm-stage"]
