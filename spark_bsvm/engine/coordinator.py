@@ -5,9 +5,9 @@ each task connects to a small coordinator on the driver
 (``spark_bsvm.engine.rounds``), checks its rows and sends what it found, which
 the coordinator judges (``stage.TrainingData.judge``: the data's checks, with
 no Spark job of their own before the stage), converts its partition once to
-numpy blocks, and serves round requests until the fit ends.  Rounds cost a socket round trip, not a Spark
-job (``bench/bench_engines.py`` measures what a round costs beyond the
-partition work).
+numpy blocks, and serves round requests until the fit ends.  Rounds cost a
+socket round trip, not a Spark job (``bench/bench_engines.py`` measures what
+a round costs beyond the partition work).
 
 The coordinator listens only while a fit runs, on ``spark.driver.bindAddress``
 (else ``spark.driver.host``, as Spark's own driver ports), tells the tasks to

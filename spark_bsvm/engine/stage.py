@@ -277,13 +277,25 @@ class TrainingData:
 
 def fixed_partitions(prepared):
     """The partitions that ``prepared``'s plan fixes before it runs (classic sessions), or None where they
-    may change as it runs (an adaptive plan: Spark may merge a shuffle's partitions) or cannot be known
-    without a job (Spark Connect).  No job runs: the count comes from the planned RDD."""
+    may change as it runs or cannot be known without a job (Spark Connect).  An adaptive plan may merge or
+    split its shuffles' partitions as it runs; one without a shuffle of its own (a cached frame's, whose
+    cached plan had one) reads its input's partitions as they are.  No job runs for the count (beyond what
+    filling a cached frame's cache runs, which the stage would)."""
     if is_connect(prepared.sparkSession):
         return None
-    if prepared._jdf.queryExecution().executedPlan().getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+    plan = prepared._jdf.queryExecution().executedPlan()
+    if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec" and _shuffles(plan.inputPlan()):
         return None
     return prepared.rdd.getNumPartitions()
+
+
+def _shuffles(plan):
+    """Whether a physical plan (a JVM ``SparkPlan``) holds an exchange, a cached relation's own plan aside
+    (a cached scan is a leaf: its plan is no child)."""
+    if "Exchange" in plan.getClass().getSimpleName():
+        return True
+    children = plan.children()
+    return any(_shuffles(children.apply(i)) for i in range(children.size()))
 
 
 def _task_count(summary, tasks):

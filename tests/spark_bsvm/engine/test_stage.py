@@ -60,3 +60,30 @@ def test_even_input_is_read_as_it_is_and_tiny_input_still_fills_every_task(spark
     # two rows in partitions 2 and 3: Spark's round robin alone starts both at the same task (pyspark 4.3)
     tiny = contiguous_frame(spark, X[:2], np.array([-1.0, 1.0]), sizes=[0, 0, 1, 1])
     assert partition_sizes(TrainingData(tiny).frame) == [1, 1]
+
+
+def test_the_tasks_check_their_rows_where_the_plan_fixes_their_partitions(spark, rings):
+    """``fixed_partitions``: a cached frame's partitions, an RDD's, none for an adaptive plan's shuffle, whose
+    partitions Spark may merge as it runs; ``TrainingData`` leaves the checks to the tasks only when they
+    are as many as the tasks."""
+    from spark_bsvm.engine.stage import fixed_partitions
+    from tests.conftest import to_df
+
+    X, y = rings
+    df = to_df(spark, X, y, n_partitions=2)
+    cached = df.repartition(2).cache()  # an adaptive plan over a cached one that shuffled
+    try:
+        assert fixed_partitions(df) == 2 and fixed_partitions(cached.select("features")) == 2
+        assert fixed_partitions(df.repartition(4)) is None  # (the same plan as the cached one's would be read
+        spark.conf.set("spark.sql.adaptive.enabled", "false")  # from the cache)
+        try:
+            assert fixed_partitions(df.repartition(4)) == 4
+        finally:
+            spark.conf.unset("spark.sql.adaptive.enabled")
+        assert TrainingData(df, num_partitions=2, checks_in_stage=True).checks_in_stage
+        assert TrainingData(cached, num_partitions=2, checks_in_stage=True).checks_in_stage
+        assert not TrainingData(df, num_partitions=1, checks_in_stage=True).checks_in_stage
+        assert not TrainingData(df.repartition(4), num_partitions=2, checks_in_stage=True).checks_in_stage
+        assert not TrainingData(df, num_partitions=2).checks_in_stage  # the caller judges no tasks' checks
+    finally:
+        cached.unpersist()
