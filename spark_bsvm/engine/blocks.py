@@ -1,4 +1,5 @@
-"""From a DataFrame to the numpy blocks the tasks hold: checks on the driver, Arrow to numpy in the task."""
+"""From a DataFrame to the numpy blocks the tasks hold: the data's checks (a Spark job, or each task's own
+checks of its rows judged on the driver), Arrow to numpy in the task."""
 
 from dataclasses import dataclass
 
