@@ -137,6 +137,7 @@ def _serve(context, batches, spec):
         except ValueError as exc:
             _report(sock, exc)
             data = None
+        del table  # the block holds the rows now: the Arrow batches must not stay beside it for the whole fit
         state = {}
         while data is not None:
             try:
