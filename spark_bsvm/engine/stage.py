@@ -183,11 +183,10 @@ class TrainingData:
         self.partition_rows, self.n_validation, self.dense = None, 0, False
         columns = features_col, label_col, weight_col, validation_col
         self.n_partitions = tasks = barrier_tasks(self.spark, num_partitions)
-        prepared = _prepared(df, columns)
         # the input's own plan, which a DataFrame object plans once (a projection keeps its partitions)
         self.checks_in_stage = checks_in_stage and fixed_partitions(df) == tasks
         self._declared_features = declared_features(df.schema[features_col])
-        key = ("checks", id(df), columns, tasks)  # the key's DataFrame is kept with the result: its id names no other
+        key = ("checks", id(df), columns, tasks)  # the key's DataFrame is kept with the result: its id is no other's
         self._shared = None
         if shared_results is not None and self.checks_in_stage:
             known = shared_results.known(key)  # another fit's judged checks
@@ -196,6 +195,7 @@ class TrainingData:
                 self._take(*known[1:])
                 return
             self._shared = (shared_results, key, df)
+        prepared = _prepared(df, columns)
         if self.checks_in_stage:
             self.progress.info("%s: the training tasks check their rows", description)
             self.frame = prepared

@@ -253,7 +253,8 @@ def test_a_tasks_own_checks_judge_its_rows_as_the_aggregation_does(spark):
     good = clean[:6]
     cases = [(clean, vector), ([(r[0], r[1], r[2], None if i == 3 else r[3]) for i, r in enumerate(clean)], vector)]
     for bad in [(None, 1.0, 1.0, False), (Vectors.dense([float("nan")] + [1.0] * 4), 1.0, 1.0, False),
-                (Vectors.sparse(5, [2], [float("-inf")]), 0.0, 1.0, False), (Vectors.dense([1.0, 2.0]), 1.0, 1.0, False),
+                (Vectors.sparse(5, [2], [float("-inf")]), 0.0, 1.0, False),
+                (Vectors.dense([1.0, 2.0]), 1.0, 1.0, False),
                 (Vectors.dense([1.0] * 5), None, 1.0, False), (Vectors.dense([1.0] * 5), 2.0, 1.0, False),
                 (Vectors.dense([1.0] * 5), 1.0, -1.0, False), (Vectors.dense([1.0] * 5), 1.0, None, False),
                 (Vectors.dense([1.0] * 5), 1.0, 0.0, False), (Vectors.dense([1.0] * 5), 1.0, float("inf"), False)]:

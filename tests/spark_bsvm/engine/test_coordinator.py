@@ -192,35 +192,6 @@ def test_bad_rows_are_refused_before_the_training_stage(spark, rows, message):
     assert engine is None  # refused while the engine was being made: no coordinator, no stage
 
 
-@pytest.mark.parametrize("rows, message", [
-    ([([0.0, 1.0], 0.0), ([1.0, 2.0], 1.0), ([1.0, 2.0, 3.0], 1.0), ([2.0, 1.0], 0.0)],
-     r"^features column 'features' holds vectors of different sizes \(2 to 3 entries\)"),
-    ([([0.0, 1.0], 0.0), ([1.0, 2.0], 1.0), ([float("nan"), 1.0], 1.0), ([2.0, 1.0], 0.0)],
-     r"^features column 'features' has 1 row\(s\) with NaN, infinite or null values"),
-    ([([0.0, 1.0], 0.0), ([1.0, 2.0], 1.0), ([1.0, 1.0], 2.0), ([2.0, 1.0], 0.0)], r"exactly two"),
-])
-def test_bad_rows_are_refused_by_the_tasks_own_checks_with_the_same_message(spark, rows, message, monkeypatch,
-                                                                            caplog):
-    """A frame of as many partitions as tasks: no job of checks runs (it would fail this test), the tasks check
-    their rows, and the coordinator's judgment raises the checks' message while the engine is being made; the
-    tasks end on the coordinator's STOP, so no task fails and the stage does not start again."""
-    from pyspark.ml.linalg import Vectors
-
-    from spark_bsvm.engine import stage
-
-    caplog.set_level(logging.INFO)
-    monkeypatch.setattr(stage, "check_training_data", lambda *args: pytest.fail("a job of checks ran"))
-    df = spark.sparkContext.parallelize([(Vectors.dense(x), label) for x, label in rows], 2).toDF(["features", "label"])
-    engine = None
-    with pytest.raises(ValueError, match=message) as raised:
-        with SparkEngine(df, num_partitions=2) as engine:
-            fit_csvc(engine, C=1.0, kernel=KERNEL)
-    assert "Traceback" not in str(raised.value) and "at org.apache" not in str(raised.value)
-    assert engine is None
-    assert "the training tasks check their rows" in caplog.text
-    assert "starting the training stage again" not in caplog.text
-
-
 def test_the_tasks_own_checks_give_the_checks_jobs_figures(spark):
     """The figures the engine takes from its tasks' checks (no job of checks) are those of the checks' job."""
     from spark_bsvm.engine.stage import TrainingData
