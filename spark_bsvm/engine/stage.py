@@ -309,22 +309,25 @@ def _task_count(summary, tasks):
 def _prepared(df, columns):
     """``df``'s ``columns`` = (features, label, weight or None, validation or None) projected and renamed as the
     stage reads them (features, label, weight as double, validation), an array column of features as
-    array<double> (the tasks read dense rows); ``df`` itself when it is that already (no projection to
-    analyse: ~15 ms a fit)."""
+    array<double> (the tasks read dense rows), decimal labels as doubles; ``df`` itself when it is that
+    already (no projection to analyse: ~15 ms a fit)."""
     from pyspark.ml.linalg import VectorUDT
     from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, DoubleType
+    from pyspark.sql.types import ArrayType, DecimalType, DoubleType
 
     features_col, label_col, weight_col, validation_col = columns
     types = {field.name: field.dataType for field in df.schema.fields}
     names = ["features", "label"] + ["weight"] * bool(weight_col) + ["validation"] * bool(validation_col)
     if (df.columns == names == [c for c in columns if c] and types.get("weight", DoubleType()) == DoubleType()
+            and not isinstance(types["label"], DecimalType)
             and (isinstance(types["features"], VectorUDT) or types["features"] == ArrayType(DoubleType()))):
         return df
-    features = F.col(features_col)
+    features, label = F.col(features_col), F.col(label_col)
     if not isinstance(types[features_col], VectorUDT):
         features = features.cast("array<double>")
-    selected = [features.alias("features"), F.col(label_col).alias("label")]
+    if isinstance(types[label_col], DecimalType):  # as doubles, as MLlib reads labels (and the wire carries them)
+        label = label.cast("double")
+    selected = [features.alias("features"), label.alias("label")]
     if weight_col:
         selected.append(F.col(weight_col).cast("double").alias("weight"))
     if validation_col:

@@ -286,3 +286,19 @@ def test_a_stage_that_ends_while_the_coordinator_looks_at_it_reports_its_error()
                                            "reason$") as raised:
         SparkEngine._check_stage(engine)
     assert raised.value.__cause__ is failure
+
+
+@pytest.mark.parametrize("label_type", ["int", "decimal(3,1)", "string"])
+def test_labels_of_any_type_train_through_the_tasks_own_checks_to_the_same_model(spark, label_type):
+    """The label values travel from the tasks' checks to the coordinator as JSON: a decimal label (which JSON
+    cannot carry) is read as a double, as MLlib reads labels; every type gives the double labels' model."""
+    from pyspark.sql import functions as F
+
+    X, y = make_rings(200, 4, seed=8)
+    df = to_df(spark, X, (y > 0).astype(float))
+    expected = fit_csvc(LocalEngine(X, y, n_partitions=2), C=1.0, kernel=KERNEL)
+    typed = df.withColumn("label", F.col("label").cast(label_type))
+    with SparkEngine(typed, num_partitions=2) as engine:
+        assert engine._data.checks_in_stage
+        model = fit_csvc(engine, C=1.0, kernel=KERNEL)
+    _same_model(model, expected)
