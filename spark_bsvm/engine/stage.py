@@ -285,7 +285,12 @@ def fixed_partitions(df):
     filling a cached frame's cache runs, which the stage would)."""
     if is_connect(df.sparkSession):
         return None
-    execution = df._jdf.queryExecution()  # planned once per DataFrame object: ~30 ms the first time (ijcnn1)
+    level = df.storageLevel
+    if not (level.useMemory or level.useDisk or level.useOffHeap):
+        # a DataFrame object keeps the plan it was first given: planning the caller's own one now would leave
+        # its actions without a cache the caller adds later; a copy of its plan, then (~30-45 ms, ijcnn1)
+        df = df.select("*")
+    execution = df._jdf.queryExecution()  # planned once per DataFrame object: 0.2 ms after the first time
     plan = execution.executedPlan()
     if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec" and _shuffles(plan.inputPlan()):
         return None

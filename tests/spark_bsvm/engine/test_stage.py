@@ -87,3 +87,20 @@ def test_the_tasks_check_their_rows_where_the_plan_fixes_their_partitions(spark,
         assert not TrainingData(df, num_partitions=2).checks_in_stage  # the caller judges no tasks' checks
     finally:
         cached.unpersist()
+
+
+def test_counting_the_partitions_leaves_the_callers_dataframe_free_to_use_a_cache_it_adds(spark):
+    """A DataFrame object keeps the plan it was first given: ``fixed_partitions`` plans a copy of an uncached
+    one, so that the caller's own actions read a cache added after the fit."""
+    from pyspark.sql import functions as F
+
+    from spark_bsvm.engine.stage import fixed_partitions
+
+    df = spark.range(0, 100, 1, 2).select((F.col("id") * 7).alias("x"))
+    assert fixed_partitions(df) == 2
+    df.cache()
+    try:
+        assert df.count() == 100
+        assert "InMemoryTableScan" in df._jdf.queryExecution().executedPlan().toString()
+    finally:
+        df.unpersist()
