@@ -37,15 +37,7 @@ class SharedResults:
             return entry[1][0]
 
     def known(self, key):
-        """The result for ``key`` if a fit has computed or offered it, else None (no wait)."""
+        """The result for ``key`` if a fit has computed it (``once``), else None (no wait)."""
         with self._lock:
             entry = self._entries.get(key)
         return entry[1][0] if entry is not None and entry[1] is not None else None
-
-    def offer(self, key, result):
-        """Hold ``result`` for ``key`` (a fit computed it on its own way), unless one is held already."""
-        with self._lock:
-            entry = self._entries.setdefault(key, [threading.Lock(), None])
-        with entry[0]:
-            if entry[1] is None:
-                entry[1] = (result,)

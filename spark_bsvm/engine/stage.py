@@ -226,7 +226,7 @@ class TrainingData:
         frame = balanced(self.frame, summary.partition_rows, _task_count(summary, self.n_partitions))
         if self._shared is not None:  # for the other fits of the fitMultiple call
             shared_results, key, df = self._shared
-            shared_results.offer(key, (df, summary, frame))
+            shared_results.once(key, lambda: (df, summary, frame))  # a result held already stays
         again = frame is not self.frame
         self._take(summary, frame)
         return again

@@ -43,13 +43,15 @@ def test_a_failed_computation_is_run_again_by_the_next_fit():
     assert shared.once("rows", lambda: "never run") is None
 
 
-def test_a_result_offered_by_a_fit_serves_the_others_and_never_replaces_one():
+def test_a_result_a_fit_computed_its_own_way_serves_the_others_and_never_replaces_one():
+    """A fit whose tasks judged the checks holds their result with ``once`` (a lambda that returns it);
+    ``known`` gives what is held, without waiting."""
     shared = SharedResults()
-    assert shared.known("checks") is None  # nothing computed: the fit checks on its own, and offers
-    shared.offer("checks", "judged by the first fit's tasks")
-    shared.offer("checks", "judged by a fit beside it")  # a second offer changes nothing
+    assert shared.known("checks") is None  # nothing computed: the fit checks on its own, and holds its result
+    shared.once("checks", lambda: "judged by the first fit's tasks")
+    shared.once("checks", lambda: "judged by a fit beside it")  # a second one changes nothing
     assert shared.known("checks") == "judged by the first fit's tasks"
     assert shared.once("checks", lambda: pytest.fail("computed again")) == "judged by the first fit's tasks"
     shared.once("rows", lambda: "computed")
-    shared.offer("rows", "offered")
+    shared.once("rows", lambda: "held by another fit")
     assert shared.known("rows") == "computed"
