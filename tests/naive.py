@@ -172,3 +172,19 @@ def naive_l2svm_optimum(K, y, lam, weights=None):
     result = minimize(negative_dual, np.zeros(len(y)), jac=True, method="L-BFGS-B",
                       bounds=[(0, None)] * len(y), options={"maxiter": 100_000, "ftol": 1e-16, "gtol": 1e-12})
     return -result.fun
+
+
+def naive_group_moments(X, group_of, n_groups, usable):
+    """Per group and feature of the dense rows X: mean, sample variance (0 for one row) and nonzeros, the
+    rows not ``usable`` counted as rows of zeros; and per row whether it holds a NaN or an infinity."""
+    X = np.asarray(X, dtype=np.float64)
+    counted = np.where(np.asarray(usable)[:, None], X, 0.0)
+    mean, variance, nonzeros = (np.zeros((n_groups, X.shape[1])) for _ in range(3))
+    for g in range(n_groups):
+        rows = counted[np.asarray(group_of) == g]
+        if len(rows):
+            mean[g] = rows.mean(axis=0)
+            nonzeros[g] = (rows != 0).sum(axis=0)
+        if len(rows) > 1:
+            variance[g] = rows.var(axis=0, ddof=1)
+    return mean, variance, nonzeros, ~np.isfinite(X).all(axis=1)

@@ -2,12 +2,14 @@
 checks of its rows judged on the driver), Arrow to numpy in the task."""
 
 from dataclasses import dataclass
+from typing import NamedTuple, Optional
 
 import numpy as np
 from pyspark.errors.exceptions.base import IllegalArgumentException
 
 from core.kernels import scale_gamma
 from core.labels import two_classes
+from core.moments import group_moments
 from core.rows import csr_from_arrays, dense_enough, to_dense
 from spark_bsvm.engine.task_threads import use_task_cores
 
@@ -295,37 +297,48 @@ def _diagnosed_groups(prepared, is_vector):
     ).collect()]
 
 
-def partition_groups(table, pid):
-    """The checks' groups (``judged_groups``) of one task's rows, from its Arrow batches as ``table`` (columns
-    features, label and, where the fit has them, weight and validation): what ``check_training_data``'s
-    aggregation finds in partition ``pid``, counted in numpy.  Rows are grouped by label and row size; a
-    group's moments are those of its usable rows (neither null nor holding a null entry) with zeros in place
-    of the others, as the aggregation's ``_row_checks`` give the Summarizer; per feature the mean, then the
-    squared deviations from it summed in a second pass (the zeros a sparse row leaves out included).  An
-    empty partition (``table`` None, as ``partition_table`` gives it) has no groups."""
-    if table is None:
+def partition_groups(partition, pid):
+    """The checks' groups (``judged_groups``) of one task's rows, ``partition`` (``partition_rows``): what
+    ``check_training_data``'s aggregation finds in partition ``pid``, counted in numpy.  Rows are grouped by
+    label and row size; a group's moments (``core.moments.group_moments``: per feature the mean, the sample
+    variance and the nonzeros) are those of its usable rows (neither null nor holding a null entry) with zeros
+    in place of the others, as the aggregation's ``_row_checks`` give the Summarizer.  An empty partition
+    (None) has no groups."""
+    if partition is None:
         return []
+    table, rows = partition
     labels = table.column("label").combine_chunks().dictionary_encode()  # any label type, nulls included
     values = labels.dictionary.to_pylist() + [None]
     codes = labels.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False).astype(np.int64)
-    rows = _checked_rows(table.column("features").combine_chunks())
-    weights = _weight_checks(table.column("weight").combine_chunks()) if "weight" in table.column_names else None
-    marks = table.column("validation").combine_chunks() if "validation" in table.column_names else None
-    keys, group_of = np.unique(codes * (rows["size"].max(initial=0) + 1) + rows["size"], return_inverse=True)
-    order = np.argsort(group_of, kind="stable")
-    moments = _group_moments(rows, group_of, keys.size)
+    sizes = rows.sizes
+    span = int(sizes.max(initial=0)) + 1
+    if sizes.min() == sizes.max():  # rows of one size, as the checks accept them: no sort of the rows
+        used = np.flatnonzero(np.bincount(codes, minlength=len(values)))
+        keys, group_of = used * span + sizes[0], np.searchsorted(used, codes)
+    else:
+        keys, group_of = np.unique(codes * span + sizes, return_inverse=True)
+    n_groups, width = keys.size, span - 1 or 1
+    null_entries = rows.null_entries if rows.null_entries is not None else np.zeros(sizes.size, bool)
+    moments = group_moments(rows.lengths, rows.values, group_of, n_groups, width,
+                            ~rows.null & ~null_entries & (sizes > 0), rows.sparse, rows.indices)
+
+    def per_group(flags):
+        return np.bincount(group_of, flags, minlength=n_groups).astype(np.int64)
+
+    counts = {"rows": per_group(None), "null_features": per_group(rows.null),
+              "bad_values": per_group(moments.pop("nonfinite") | null_entries)}
+    if "weight" in table.column_names:
+        counts["bad_weights"], counts["zero_weights"] = map(per_group, _weight_checks(
+            table.column("weight").combine_chunks()))
+    if "validation" in table.column_names:
+        marks = table.column("validation").combine_chunks()
+        counts["validation_rows"] = per_group(marks.fill_null(False).to_numpy(zero_copy_only=False))
+        counts["null_validation"] = per_group(marks.is_null().to_numpy(zero_copy_only=False))
     groups = []
-    for k, members in enumerate(np.split(order, np.cumsum(np.bincount(group_of, minlength=keys.size))[:-1])):
-        label, size = values[codes[members[0]]], int(rows["size"][members[0]])
-        group = {"label": label, "partition": pid, "size": size, "rows": members.size,
-                 "null_features": int(rows["null"][members].sum()), "bad_values": int(rows["bad"][members].sum()),
-                 "bad_weights": 0, "zero_weights": 0, "validation_rows": 0, "null_validation": 0}
-        if weights is not None:
-            group["bad_weights"], group["zero_weights"] = (int(w[members].sum()) for w in weights)
-        if marks is not None:
-            held = marks.take(members)
-            group["validation_rows"] = int(held.fill_null(False).to_numpy(zero_copy_only=False).sum())
-            group["null_validation"] = held.null_count
+    for k, key in enumerate(keys.tolist()):
+        size = key % span
+        group = {"label": values[key // span], "partition": pid, "size": size, "bad_weights": 0, "zero_weights": 0,
+                 "validation_rows": 0, "null_validation": 0, **{name: int(c[k]) for name, c in counts.items()}}
         groups.append(dict(group, **{name: m[k, :max(size, 1)] for name, m in moments.items()}))
     return groups
 
@@ -352,64 +365,11 @@ def groups_from_message(message):
             for i, g in enumerate(message["groups"])]
 
 
-def _checked_rows(features):
-    """Per row of an Arrow features column (list<number> or a vector struct): ``size`` (0 for a null row),
-    ``null`` (a null row), ``bad`` (a NaN, infinite or null entry) and ``usable`` (not null, no null entry,
-    at least one entry); and the entries of every row as ``row``, ``col``, ``value`` (a sparse row's stored
-    ones, a dense row's all)."""
-    import pyarrow as pa
-
-    n = len(features)
-    null = features.is_null().to_numpy(zero_copy_only=False)
-    if pa.types.is_list(features.type) or pa.types.is_large_list(features.type):
-        lengths = features.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        sizes, entries = lengths, features.flatten()
-        missing = entries.is_null().to_numpy(zero_copy_only=False)
-        values = entries.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
-        sparse = np.zeros(values.size, bool)
-    else:  # a vector: type 0 sparse (size, indices, values), 1 dense (values); a null row's fields are null
-        field = dict(zip((f.name for f in features.type), features.flatten()))
-        kinds = field["type"].fill_null(1).to_numpy(zero_copy_only=False)
-        stored = field["values"]
-        lengths = stored.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        declared = field["size"].fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        sizes = np.where(null, 0, np.where(kinds == 1, lengths, declared))
-        values = stored.flatten().to_numpy(zero_copy_only=False).astype(np.float64)
-        missing, sparse = np.zeros(values.size, bool), np.repeat(kinds == 0, lengths)
-    row = np.repeat(np.arange(n), lengths)
-    cols = np.arange(values.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)  # a dense row's positions
-    if sparse.any():
-        cols[sparse] = field["indices"].flatten().to_numpy(zero_copy_only=False)
-    nulls = np.bincount(row[missing], minlength=n) > 0
-    bad = nulls | (np.bincount(row[~np.isfinite(values)], minlength=n) > 0)
-    return {"size": sizes, "null": null, "bad": bad, "usable": ~null & ~nulls & (sizes > 0),
-            "row": row, "col": cols, "value": values}
-
-
 def _weight_checks(weights):
     """(bad, zero) per row of an Arrow weight column: null, NaN, negative or infinite; exactly 0."""
     values = weights.fill_null(np.nan).to_numpy(zero_copy_only=False).astype(np.float64)
     with np.errstate(invalid="ignore"):
         return ~np.isfinite(values) | (values < 0), values == 0
-
-
-def _group_moments(rows, group_of, n_groups):
-    """``mean``, sample ``variance`` and ``nonzeros`` per group (``group_of``: each row's group) and feature,
-    as (groups, features) arrays, unusable rows counting as zeros: the mean, then the squared deviations from
-    it summed in a second pass, the zeros a sparse row leaves out included."""
-    width = max(int(rows["size"].max(initial=0)), 1)
-    n = np.bincount(group_of, minlength=n_groups)[:, None].astype(np.float64)
-    take = rows["usable"][rows["row"]]
-    cells = group_of[rows["row"][take]] * width + rows["col"][take]  # (group, feature) of each usable entry
-    values = rows["value"][take]
-
-    def cells_of(weights=None):
-        return np.bincount(cells, weights, minlength=n_groups * width).reshape(n_groups, width)
-
-    mean = cells_of(values) / n
-    squares = cells_of((values - mean.ravel()[cells]) ** 2) + (n - cells_of()) * mean ** 2
-    variance = np.divide(squares, n - 1, out=np.zeros_like(squares), where=n > 1)
-    return {"mean": mean, "variance": variance, "nonzeros": cells_of((values != 0).astype(np.float64))}
 
 
 def _with_moments(group):
@@ -450,46 +410,87 @@ def rows_from_arrow(column, n_features, dense=False):
     ``DataSummary.dense``: a dense array even where the vectors were sparse, as ``LocalEngine`` makes).
 
     ``column``: an Arrow array or a chunked array (a task's batches, each read where it lies and copied
-    once, into the block), either of list<double> (an array<double> or array<float> features column: dense
-    rows) or of VectorUDT (Arrow struct type/size/indices/values, dense and sparse rows mixed).
+    once, into the block), either of list<number> (an array features column: dense rows) or of VectorUDT
+    (Arrow struct type/size/indices/values, dense and sparse rows mixed).
     """
+    return _block(feature_entries(column), n_features, dense)
+
+
+@dataclass(frozen=True)
+class FeatureEntries:
+    """A features column's rows as Arrow stores them, in numpy arrays the task owns: ``lengths`` (entries
+    stored per row), ``sizes`` (each row's size: a list's length, a vector's size; 0 for a null row),
+    ``null`` (null rows), ``values`` (every row's stored entries, in row order, float64), ``sparse`` (per row:
+    a sparse vector, whose columns are its entries of ``indices``, the sparse rows' indices one after the
+    other; None where no row is sparse) and ``null_entries`` (per row: a null entry of a list, which only
+    array columns can hold; None where there is none).  The checks (``partition_groups``) and the block
+    (``partition_block``) read the same arrays: a task converts its batches once."""
+    lengths: np.ndarray
+    sizes: np.ndarray
+    null: np.ndarray
+    values: np.ndarray
+    sparse: Optional[np.ndarray] = None
+    indices: Optional[np.ndarray] = None
+    null_entries: Optional[np.ndarray] = None
+
+
+def feature_entries(column):
+    """The ``FeatureEntries`` of an Arrow features column (an array or a chunked array, of list<number> or
+    of VectorUDT's struct)."""
     import pyarrow as pa
 
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    rows = _rows_from_arrow(chunks or [pa.array([], column.type)], n_features)
-    return to_dense(rows) if dense else rows
-
-
-def _rows_from_arrow(chunks, n_features):
-    import pyarrow as pa
-
-    n = sum(len(chunk) for chunk in chunks)
+    chunks = chunks or [pa.array([], column.type)]
+    null = _joined((chunk.is_null() for chunk in chunks), np.bool_)
     if pa.types.is_list(chunks[0].type) or pa.types.is_large_list(chunks[0].type):
-        _check_sizes(_joined((chunk.value_lengths().fill_null(0) for chunk in chunks), np.int64), n_features)
-        return _joined(chunk.flatten() for chunk in chunks).reshape(n, n_features)
-    kinds = _joined((chunk.field("type") for chunk in chunks), np.int8)
-    values = [chunk.field("values") for chunk in chunks]
-    lengths = _joined((v.value_lengths().fill_null(0) for v in values), np.int64)
-    sizes = np.where(kinds == 1, lengths, _joined((chunk.field("size").fill_null(0) for chunk in chunks), np.int64))
-    _check_sizes(sizes, n_features)
-    data = _joined(v.flatten() for v in values)  # every row's stored values, in row order
-    if np.all(kinds == 1):  # all dense
-        return data.reshape(n, n_features)
-    sparse_indices = _joined((chunk.field("indices").flatten() for chunk in chunks), np.int32)
-    if not np.any(kinds == 1) and np.count_nonzero(data) == data.size:
+        lengths = _joined((chunk.value_lengths().fill_null(0) for chunk in chunks), np.int64)
+        entries = [chunk.flatten() for chunk in chunks]
+        if not pa.types.is_float64(entries[0].type):
+            entries = [e.cast(pa.float64()) for e in entries]
+        null_entries = None
+        if any(e.null_count for e in entries):  # a null entry reads as NaN; its row is marked
+            missing = _joined((e.is_null() for e in entries), np.bool_)
+            null_entries = np.bincount(np.repeat(np.arange(lengths.size), lengths)[missing],
+                                       minlength=lengths.size) > 0
+        return FeatureEntries(lengths, lengths, null, _joined(entries), null_entries=null_entries)
+    # a vector: type 0 sparse (size, indices, values), 1 dense (values); a null row's fields are null
+    fields = [dict(zip((f.name for f in chunk.type), chunk.flatten())) for chunk in chunks]
+    kinds = _joined((f["type"].fill_null(1) for f in fields), np.int8)
+    lengths = _joined((f["values"].value_lengths().fill_null(0) for f in fields), np.int64)
+    declared = _joined((f["size"].fill_null(0) for f in fields), np.int64)
+    sizes = np.where(null, 0, np.where(kinds == 1, lengths, declared))
+    values = _joined(f["values"].flatten() for f in fields)
+    sparse = kinds == 0
+    if not sparse.any():
+        return FeatureEntries(lengths, sizes, null, values)
+    indices = _joined((f["indices"].flatten() for f in fields), np.int32)
+    return FeatureEntries(lengths, sizes, null, values, sparse, indices)
+
+
+def _block(rows, n_features, dense):
+    """``rows_from_arrow``'s block of the ``FeatureEntries`` ``rows`` (a ValueError for rows of another size
+    than ``n_features``)."""
+    n = rows.lengths.size
+    _check_sizes(rows.sizes, n_features)
+    if rows.sparse is None:  # every row dense: a list, or a dense vector
+        return rows.values.reshape(n, n_features)
+    data, lengths = rows.values, rows.lengths
+    if rows.sparse.all() and np.count_nonzero(data) == data.size:
         # all sparse (VectorAssembler's rows, mostly), no explicit zero: Arrow's lists hold the CSR arrays
         indptr = np.zeros(n + 1, np.int32)
         np.cumsum(lengths, out=indptr[1:])
-        return csr_from_arrays(data, sparse_indices, indptr, (n, n_features))
-    # CSR in one pass over the flattened lists: a sparse row brings its indices, a dense row the positions
-    # 0..p-1; explicit zeros are dropped
-    row_of = np.repeat(np.arange(n), lengths)
-    starts = np.cumsum(lengths) - lengths
-    indices = np.arange(data.size, dtype=np.int64) - starts[row_of]
-    indices[np.repeat(kinds == 0, lengths)] = sparse_indices
-    keep = data != 0.0
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=n))])
-    return csr_from_arrays(data[keep], indices[keep], indptr, (n, n_features))
+        block = csr_from_arrays(data, rows.indices, indptr, (n, n_features))
+    else:
+        # CSR in one pass over the stored entries: a sparse row brings its indices, a dense row the positions
+        # 0..p-1; explicit zeros are dropped
+        row_of = np.repeat(np.arange(n), lengths)
+        starts = np.cumsum(lengths) - lengths
+        indices = np.arange(data.size, dtype=np.int64) - starts[row_of]
+        indices[np.repeat(rows.sparse, lengths)] = rows.indices
+        keep = data != 0.0
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=n))])
+        block = csr_from_arrays(data[keep], indices[keep], indptr, (n, n_features))
+    return to_dense(block) if dense else block
 
 
 def _joined(arrays, dtype=np.float64):
@@ -525,29 +526,39 @@ def _validation_rows(groups, n_rows):
     return held
 
 
-def partition_table(batches):
-    """A task's Arrow batches as one table, or None when its partition has no rows."""
+def partition_rows(batches):
+    """A task's Arrow batches as (its table, its features' ``FeatureEntries``), read once for the checks and
+    the block; None when its partition has no rows."""
     import pyarrow as pa
 
     batches = list(batches)
     table = pa.Table.from_batches(batches) if batches else None
-    return table if table is not None and table.num_rows else None
+    if table is None or not table.num_rows:
+        return None
+    return PartitionRows(table, feature_entries(table.column("features")))
 
 
-def partition_block(table, pid, n_features, classes, has_weight, has_validation=False, dense=False):
-    """A task's rows (``partition_table``) as a ``PartitionData`` (a ValueError names what is wrong with its
+class PartitionRows(NamedTuple):
+    """A task's rows: its Arrow ``table`` and the ``FeatureEntries`` of its features column."""
+    table: object
+    features: FeatureEntries
+
+
+def partition_block(partition, pid, n_features, classes, has_weight, has_validation=False, dense=False):
+    """A task's rows (``partition_rows``) as a ``PartitionData`` (a ValueError names what is wrong with its
     rows); with ``has_validation``, the rows whose ``validation`` column is true are its validation rows;
     ``dense``: as ``rows_from_arrow``'s."""
     from core.partition.data import PartitionData
 
-    if table is None:
+    if partition is None:
         raise ValueError(f"partition {pid} of the training data is empty, although every partition had rows when "
                          "the data were checked: the DataFrame gives other rows each time it is read (a "
                          "nondeterministic source or transformation); cache or checkpoint it before the fit")
-    rows = rows_from_arrow(table.column("features"), n_features, dense)
+    table, features = partition
+    block = _block(features, n_features, dense)
     labels = table.column("label").to_numpy()  # numbers, strings or booleans, compared with the checks' values
     y = np.where(labels == classes[1], 1.0, -1.0)
     weight = table.column("weight").to_numpy() if has_weight else np.ones(len(y))
     ids = (np.int64(pid) << 40) + np.arange(len(y), dtype=np.int64)
     held = table.column("validation").to_numpy(zero_copy_only=False).astype(bool) if has_validation else None
-    return PartitionData.build(rows, y, weight, ids, held)
+    return PartitionData.build(block, y, weight, ids, held)

@@ -19,7 +19,7 @@ import signal
 from core.engine import Engine
 from core.partition import function_name
 from core.separation import warn_if_one_class
-from spark_bsvm.engine.blocks import partition_block, partition_table
+from spark_bsvm.engine.blocks import partition_block, partition_rows
 from spark_bsvm.engine.rounds import Coordinator, LostTask
 from spark_bsvm.engine.stage import UNREACHABLE
 
@@ -76,7 +76,7 @@ def host_fit(context, batches, spec):
         logger = logging.getLogger("spark_bsvm")
         logger.addHandler(warnings)
         try:
-            engine = TaskEngine(coordinator, partition_block(partition_table(batches), 0, spec.n_features,
+            engine = TaskEngine(coordinator, partition_block(partition_rows(batches), 0, spec.n_features,
                                                              spec.classes, spec.has_weight, spec.has_validation,
                                                              spec.dense),
                                 spec)

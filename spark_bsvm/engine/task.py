@@ -30,7 +30,7 @@ import socket
 import time
 
 from spark_bsvm.engine import wire
-from spark_bsvm.engine.blocks import groups_message, partition_block, partition_groups, partition_table
+from spark_bsvm.engine.blocks import groups_message, partition_block, partition_groups, partition_rows
 from spark_bsvm.engine.hosted import host_fit
 from spark_bsvm.engine.task_threads import use_task_cores
 from spark_bsvm.engine.stage import MISSING, UNREACHABLE, output_batch, output_schema
@@ -118,12 +118,12 @@ def _serve(context, batches, spec):
     served = 0
     try:
         wire.send_hello(sock, spec.secret, pid)
-        table = partition_table(batches)
+        partition = partition_rows(batches)
         n_features, classes, dense = spec.n_features, spec.classes, spec.dense
         if classes is None:  # this task checks its rows; the coordinator judges every task's checks
             _inject_fault(pid, served, injection)
             start = time.perf_counter()
-            groups = groups_message(partition_groups(table, pid))
+            groups = groups_message(partition_groups(partition, pid))
             try:
                 wire.send(sock, dict(groups, **{wire.WORK: time.perf_counter() - start}))
                 checked = wire.recv(sock)
@@ -133,11 +133,11 @@ def _serve(context, batches, spec):
                 return {"served": 0}
             n_features, classes, dense = checked["n_features"], checked["classes"], checked["dense"]
         try:
-            data = partition_block(table, pid, n_features, classes, spec.has_weight, spec.has_validation, dense)
+            data = partition_block(partition, pid, n_features, classes, spec.has_weight, spec.has_validation, dense)
         except ValueError as exc:
             _report(sock, exc)
             data = None
-        del table  # the block holds the rows now: the Arrow batches must not stay beside it for the whole fit
+        del partition  # the block holds the rows now: the Arrow batches must not stay beside it for the whole fit
         state = {}
         while data is not None:
             try:

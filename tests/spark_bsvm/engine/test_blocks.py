@@ -217,9 +217,9 @@ def _task_groups(prepared):
 
     def task(batches):
         from spark_bsvm.engine import wire
-        from spark_bsvm.engine.blocks import groups_message, partition_groups, partition_table
+        from spark_bsvm.engine.blocks import groups_message, partition_groups, partition_rows
 
-        groups = partition_groups(partition_table(batches), TaskContext.get().partitionId())
+        groups = partition_groups(partition_rows(batches), TaskContext.get().partitionId())
         yield pa.RecordBatch.from_pylist([{"groups": wire.encode(groups_message(groups))}])
 
     return [g for row in prepared.mapInArrow(task, "groups binary").collect()
