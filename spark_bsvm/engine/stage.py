@@ -164,8 +164,9 @@ class TrainingData:
     fixes as many partitions as the stage has tasks, ``fixed_partitions``), no job of checks runs first:
     ``checks_in_stage`` is true, the data's figures (``classes`` ...) are None until ``judge`` sets
     them (the tasks' spec carries them from then on), and each task checks its own rows
-    (``blocks.partition_groups``: 14 ms for ijcnn1's 24,995-row partition, where the checks' Spark job took
-    0.25-0.42 s of each ijcnn1 fit; ``bench/bench_engines.py``).
+    (``blocks.partition_groups``: 5 ms with the block for ijcnn1's 24,995-row partition, 56 ms for a
+    261,455-row Forest-shaped one, where the checks' Spark job took 0.25-0.42 s of each ijcnn1 fit;
+    ``bench/bench_engines.py``).
     With ``shared_results``, the first fit's checks, judged or run as a job, serve the fits after it.
     """
 
