@@ -1,7 +1,7 @@
 """The Spark engine against LocalEngine: the same fit, the same seed, what Spark adds.
 
-Per case, one fit on ``SparkEngine`` (Spark ``local[2]``, 2 partitions, the DataFrame cached and
-counted first) and one on ``LocalEngine`` (2 partitions, the same rows in the same order and the
+Per case, one fit on ``SparkEngine`` (Spark ``local[2]``, 2 partitions, the DataFrame read from a
+Parquet file, cached and counted first) and one on ``LocalEngine`` (2 partitions, the same rows in the same order and the
 same representation: CSR where the tasks hold CSR blocks), in one process, alternating
 (Spark, local, Spark, local, ... with ``--repeats``; medians).  Printed:
 
@@ -58,6 +58,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -168,11 +169,15 @@ def _same(a, b):
             and abs(a.bias - b.bias) <= 1e-8)
 
 
-def _spark_frame(spark, X, y):
+def _spark_frame(spark, X, y, directory):
     """A cached DataFrame of (features vector, label) in PARTITIONS partitions holding the same contiguous
-    row ranges, in the same order, as LocalEngine's; the vectors made by a VectorAssembler, as the jobs do
-    (vectors made by ``array_to_vector`` and cached reach Arrow ~12x slower: 19 s per 261k-row task)."""
+    row ranges, in the same order, as LocalEngine's; the columns read from a Parquet file in ``directory``
+    and the vectors made by a VectorAssembler, as the jobs do (vectors made by ``array_to_vector`` and
+    cached reach Arrow ~12x slower: 19 s per 261k-row task).  A frame made from the in-memory table itself
+    would carry its rows in every plan over it (a ``LocalRelation``), whose comparison with the cached plans
+    cost each training stage's planning ~20 ms more (notes on Spark/local, ijcnn1)."""
     import pyarrow as pa
+    import pyarrow.parquet as pq
     from pyspark.ml.feature import VectorAssembler
     from pyspark.sql import functions as F
 
@@ -186,7 +191,9 @@ def _spark_frame(spark, X, y):
     table = pa.table({"part": keys[np.searchsorted(bounds, np.arange(len(y)), side="right") - 1],
                       "position": np.arange(len(y)), "label": y.astype(np.float64),
                       **{c: np.ascontiguousarray(X[:, j], np.float64) for j, c in enumerate(columns)}})
-    ordered = spark.createDataFrame(table).repartition(PARTITIONS, "part").sortWithinPartitions("position")
+    path = os.path.join(directory, f"rows-{len(os.listdir(directory))}.parquet")
+    pq.write_table(table, path)
+    ordered = spark.read.parquet(path).repartition(PARTITIONS, "part").sortWithinPartitions("position")
     frame = VectorAssembler(inputCols=columns, outputCol="features").transform(ordered).select("features", "label")
     frame = frame.cache()
     frame.count()
@@ -219,14 +226,14 @@ def _block_timings(frame, n_features, dense):
         return [r.asDict() for r in frame.mapInArrow(task, schema, barrier=True).collect()]
 
 
-def _executor_cold_start(spark, SparkEngine):
+def _executor_cold_start(spark, SparkEngine, directory):
     """Seconds of a first barrier job without spark-bsvm code, then of the first and the second small SpSVM
     fit, on the session's fresh Python workers, the driver's own code loaded before them by the same fit on
     ``LocalEngine`` (a fresh driver process adds what ``bench_cold_start`` measures in-process)."""
     from core.synthetic import make_rings
 
     X, y = make_rings(400, 4, seed=0)
-    frame = _spark_frame(spark, X, y)
+    frame = _spark_frame(spark, X, y, directory)
     fit = CASES["spsvm-ijcnn1"][1]
     _fit(lambda: LocalEngine(X, y, n_partitions=PARTITIONS), fit, None)  # the driver's code, loaded
 
@@ -266,7 +273,8 @@ def main():
     spark.sparkContext.setLogLevel("ERROR")
     session = time.perf_counter() - start
     print(f"Spark session started in {session:.1f} s")
-    cold = _executor_cold_start(spark, SparkEngine)
+    frames = tempfile.TemporaryDirectory(prefix="bench_engines-")  # the frames' Parquet files (removed at exit)
+    cold = _executor_cold_start(spark, SparkEngine, frames.name)
     print(f"fresh executors: Spark's first Python job (no spark-bsvm code) {cold[0]:.2f} s; then a small SpSVM fit "
           f"took {cold[1]:.2f} s the first time, {cold[2]:.2f} s the second (+{cold[1] - cold[2]:.2f} s: the workers "
           "import core and load numba's cached code; the first checks of rows)\n")
@@ -277,7 +285,7 @@ def main():
         if data not in loaded:
             loaded.clear()
             X, y = data()
-            frame = _spark_frame(spark, X, y)
+            frame = _spark_frame(spark, X, y, frames.name)
             dense = dense_enough(np.count_nonzero(X), *X.shape)
             _block_timings(frame, X.shape[1], dense)  # the first conversion in these workers loads pyarrow's code
             stages = [max(_block_timings(frame, X.shape[1], dense), key=lambda b: b["seconds"])
@@ -315,6 +323,7 @@ def main():
     print(f"all cases (session start {session:.1f} s, not in the fits):")
     print_table(HEADER, rows)
     spark.stop()
+    frames.cleanup()
 
 
 if __name__ == "__main__":
