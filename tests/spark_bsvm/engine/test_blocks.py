@@ -89,6 +89,34 @@ def test_the_batches_of_a_task_become_the_block_of_their_rows_in_order(kind):
                                   np.zeros((0, 6)))
 
 
+def test_a_tasks_rows_are_read_once_for_its_checks_and_its_block():
+    """``partition_rows``: the checks' groups of a task's batches (per label: rows, mean, sample variance and
+    nonzeros of each feature, the zeros of sparse rows included), and a CSR block made of the very arrays
+    the checks read (the batches converted once)."""
+    from spark_bsvm.engine.blocks import partition_block, partition_groups, partition_rows
+
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((60, 5)) * (rng.random((60, 5)) < 0.5)
+    X[:, 0] += 3.0  # every row stores an entry
+    y = np.where(rng.random(60) < 0.4, 2.0, 7.0)
+    features = _arrow_vectors(X, dense_rows=())
+    batches = [pa.RecordBatch.from_arrays([features.slice(lo, 20), pa.array(y[lo:lo + 20])], ["features", "label"])
+               for lo in (0, 20, 40)]
+    partition = partition_rows(iter(batches))
+    groups = {g["label"]: g for g in partition_groups(partition, 3)}
+    assert set(groups) == {2.0, 7.0}
+    for label, g in groups.items():
+        rows = X[y == label]
+        assert (g["partition"], g["size"], g["rows"], g["bad_values"], g["null_features"]) == (3, 5, len(rows), 0, 0)
+        np.testing.assert_allclose(g["mean"], rows.mean(axis=0), rtol=1e-12)
+        np.testing.assert_allclose(g["variance"], rows.var(axis=0, ddof=1), rtol=1e-12)
+        np.testing.assert_array_equal(g["nonzeros"], (rows != 0).sum(axis=0))
+    data = partition_block(partition, 3, 5, [2.0, 7.0], has_weight=False)
+    assert np.shares_memory(data.rows.data, partition.features.values)
+    np.testing.assert_array_equal(data.rows.toarray(), X)
+    np.testing.assert_array_equal(data.y, np.where(y == 7.0, 1.0, -1.0))
+
+
 @pytest.mark.parametrize("nonzero", [0.2, 0.7], ids=["sparse_rows_csr", "mostly_nonzero_rows_dense"])
 def test_spark_fit_on_mixed_vectors_equals_the_local_fit(spark, nonzero):
     """Rows stored as sparse and dense vectors in turn (as VectorAssembler stores them): the tasks hold a CSR
