@@ -1,9 +1,9 @@
 """The Spark engine against LocalEngine: the same fit, the same seed, what Spark adds.
 
 Per case, one fit on ``SparkEngine`` (Spark ``local[2]``, 2 partitions, the DataFrame read from a
-Parquet file, cached and counted first) and one on ``LocalEngine`` (2 partitions, the same rows in the same order and the
-same representation: CSR where the tasks hold CSR blocks), in one process, alternating
-(Spark, local, Spark, local, ... with ``--repeats``; medians).  Printed:
+Parquet file, cached and counted first) and one on ``LocalEngine`` (2 partitions, the same rows in
+the same order and the same representation: CSR where the tasks hold CSR blocks), in one process,
+alternating (Spark, local, Spark, local, ... with ``--repeats``; medians).  Printed:
 
     session     seconds to start the Spark session (once)
     start s     seconds to start the engine: the barrier stage, the tasks' connections, their checks of
