@@ -318,15 +318,14 @@ def partition_groups(partition, pid):
     else:
         keys, group_of = np.unique(codes * span + sizes, return_inverse=True)
     n_groups, width = keys.size, span - 1 or 1
-    null_entries = rows.null_entries if rows.null_entries is not None else np.zeros(sizes.size, bool)
     moments = group_moments(rows.lengths, rows.values, group_of, n_groups, width,
-                            ~rows.null & ~null_entries & (sizes > 0), rows.sparse, rows.indices)
+                            ~rows.null & ~rows.null_entries & (sizes > 0), rows.sparse, rows.indices)
 
     def per_group(flags):
         return np.bincount(group_of, flags, minlength=n_groups).astype(np.int64)
 
     counts = {"rows": per_group(None), "null_features": per_group(rows.null),
-              "bad_values": per_group(moments.pop("nonfinite") | null_entries)}
+              "bad_values": per_group(moments.pop("nonfinite") | rows.null_entries)}
     if "weight" in table.column_names:
         counts["bad_weights"], counts["zero_weights"] = map(per_group, _weight_checks(
             table.column("weight").combine_chunks()))
@@ -420,18 +419,18 @@ def rows_from_arrow(column, n_features, dense=False):
 class FeatureEntries:
     """A features column's rows as Arrow stores them, in numpy arrays the task owns: ``lengths`` (entries
     stored per row), ``sizes`` (each row's size: a list's length, a vector's size; 0 for a null row),
-    ``null`` (null rows), ``values`` (every row's stored entries, in row order, float64), ``sparse`` (per row:
-    a sparse vector, whose columns are its entries of ``indices``, the sparse rows' indices one after the
-    other; None where no row is sparse) and ``null_entries`` (per row: a null entry of a list, which only
-    array columns can hold; None where there is none).  The checks (``partition_groups``) and the block
+    ``null`` (null rows), ``null_entries`` (rows holding a null entry, which only lists can), ``values``
+    (every row's stored entries, in row order, float64) and ``sparse`` (per row: a sparse vector, whose
+    columns are its entries of ``indices``, the sparse rows' indices one after the other; None where no row
+    is sparse).  The checks (``partition_groups``) and the block
     (``partition_block``) read the same arrays: a task converts its batches once."""
     lengths: np.ndarray
     sizes: np.ndarray
     null: np.ndarray
+    null_entries: np.ndarray
     values: np.ndarray
     sparse: Optional[np.ndarray] = None
     indices: Optional[np.ndarray] = None
-    null_entries: Optional[np.ndarray] = None
 
 
 def feature_entries(column):
@@ -447,12 +446,12 @@ def feature_entries(column):
         entries = [chunk.flatten() for chunk in chunks]
         if not pa.types.is_float64(entries[0].type):
             entries = [e.cast(pa.float64()) for e in entries]
-        null_entries = None
+        null_entries = np.zeros(lengths.size, bool)
         if any(e.null_count for e in entries):  # a null entry reads as NaN; its row is marked
             missing = _joined((e.is_null() for e in entries), np.bool_)
             null_entries = np.bincount(np.repeat(np.arange(lengths.size), lengths)[missing],
                                        minlength=lengths.size) > 0
-        return FeatureEntries(lengths, lengths, null, _joined(entries), null_entries=null_entries)
+        return FeatureEntries(lengths, lengths, null, null_entries, _joined(entries))
     # a vector: type 0 sparse (size, indices, values), 1 dense (values); a null row's fields are null
     fields = [dict(zip((f.name for f in chunk.type), chunk.flatten())) for chunk in chunks]
     kinds = _joined((f["type"].fill_null(1) for f in fields), np.int8)
@@ -460,11 +459,11 @@ def feature_entries(column):
     declared = _joined((f["size"].fill_null(0) for f in fields), np.int64)
     sizes = np.where(null, 0, np.where(kinds == 1, lengths, declared))
     values = _joined(f["values"].flatten() for f in fields)
-    sparse = kinds == 0
+    sparse, no_null_entries = kinds == 0, np.zeros(lengths.size, bool)
     if not sparse.any():
-        return FeatureEntries(lengths, sizes, null, values)
+        return FeatureEntries(lengths, sizes, null, no_null_entries, values)
     indices = _joined((f["indices"].flatten() for f in fields), np.int32)
-    return FeatureEntries(lengths, sizes, null, values, sparse, indices)
+    return FeatureEntries(lengths, sizes, null, no_null_entries, values, sparse, indices)
 
 
 def _block(rows, n_features, dense):
