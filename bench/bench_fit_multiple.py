@@ -4,18 +4,18 @@ one of each per fit.
 ``CrossValidator`` and ``TrainValidationSplit`` fit their estimator once per param map through
 ``fitMultiple``.  The estimators' own ``fitMultiple`` runs the data's checks (in the training tasks where
 the frame has as many partitions as tasks, as here, else a Spark job before each training stage) once for
-the param maps that leave the data's params alone, and trains them in one stage
-where their stages would take every task slot (``numPartitions`` unset, as here); pyspark's default
+the param maps that leave the data's params alone, and trains them in one stage where their stages would
+take every task slot (``numPartitions`` unset, as here); pyspark's default
 (``Estimator.fitMultiple``, kept here by a subclass that calls it) fits each param map on its own, checks
 and stage included.  Both tuners, C-SVC (gamma = 0.5, C in a 4-point grid) on ``make_rings`` rows (cached and counted
 first), parallelism 1, ``local[2]``, after a warm-up ``CrossValidator`` each way; the two ways alternate
 (A B A B ...).
 
 Printed per run: the tuner, the way, the Spark jobs of the data's checks and their wall seconds (none where
-the tasks check their rows), the training stages,
-the tuner's wall seconds, CPU seconds of this process and its children (the JVM, which in local mode is driver and
-executor, and the Python workers: ``bench.common.tree_cpu_seconds``), and the chosen C; then per tuner
-the medians and the ratio of the wall times (shared / per fit), with the range of the pairs' own ratios.
+the tasks check their rows), the training stages, the tuner's wall seconds, CPU seconds of this process
+and its children (the JVM, which in local mode is driver and executor, and the Python workers:
+``bench.common.tree_cpu_seconds``), and the chosen C; then per tuner the medians and the ratio of the wall
+times (shared / per fit), with the range of the pairs' own ratios.
 
     python -m bench.bench_fit_multiple [--rows 4000] [--repeats 3] [--quick]
 """
