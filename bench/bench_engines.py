@@ -203,27 +203,34 @@ def _spark_frame(spark, X, y, directory):
 def _block_timings(frame, n_features, dense):
     """Per task of one barrier stage over ``frame``: rows, bytes and seconds from its Arrow batches to the
     numpy block, by the same conversion as the training tasks (``spark_bsvm.engine.blocks``; ``dense``: the
-    checks' ``DataSummary.dense``, rows at least half nonzero, which the tasks make dense blocks), in Arrow
-    batches as the training stage's (``row_sized_arrow_batches``)."""
-    from spark_bsvm.engine.session import row_sized_arrow_batches
-    from spark_bsvm.engine.stage import row_bytes
+    checks' ``DataSummary.dense``, rows at least half nonzero, which the tasks make dense blocks), the rows
+    reaching the tasks as the training stage's do (``stage.run_barrier_stage``)."""
+    from spark_bsvm.engine.stage import row_bytes, run_barrier_stage
 
-    def task(batches):
-        import pyarrow as pa
+    def make_task(input_schema):
+        def task(rows):
+            import pyarrow as pa
 
-        from spark_bsvm.engine.blocks import rows_from_arrow
+            from spark_bsvm.engine.blocks import rows_from_arrow
+            from spark_bsvm.engine.stage import record_batches
 
-        start = time.perf_counter()
-        table = pa.Table.from_batches(list(batches))
-        rows = rows_from_arrow(table.column("features"), n_features, dense)
-        size = rows.nbytes if isinstance(rows, np.ndarray) else rows.data.nbytes + rows.indices.nbytes
-        yield pa.RecordBatch.from_pydict({"rows": [table.num_rows], "bytes": [size],
-                                          "sparse": [not isinstance(rows, np.ndarray)],
-                                          "seconds": [time.perf_counter() - start]})
+            start = time.perf_counter()
+            table = pa.Table.from_batches(list(record_batches(rows, input_schema)))
+            block = rows_from_arrow(table.column("features"), n_features, dense)
+            size = block.nbytes if isinstance(block, np.ndarray) else block.data.nbytes + block.indices.nbytes
+            row = {"rows": table.num_rows, "bytes": size, "sparse": not isinstance(block, np.ndarray),
+                   "seconds": time.perf_counter() - start}
+            yield row if input_schema is not None else pa.RecordBatch.from_pylist([row])
+
+        return task
 
     schema = "rows long, bytes long, sparse boolean, seconds double"
-    with row_sized_arrow_batches(frame.sparkSession, row_bytes(n_features)):  # as the training stage's batches
-        return [r.asDict() for r in frame.mapInArrow(task, schema, barrier=True).collect()]
+    return [_as_dict(r) for r in run_barrier_stage(frame, make_task, row_bytes(n_features), schema)]
+
+
+def _as_dict(row):
+    """An output row of ``run_barrier_stage`` (a dict, or a pyspark ``Row``) as a dict."""
+    return row if isinstance(row, dict) else row.asDict()
 
 
 def _executor_cold_start(spark, SparkEngine, directory):
@@ -231,19 +238,27 @@ def _executor_cold_start(spark, SparkEngine, directory):
     fit, on the session's fresh Python workers, the driver's own code loaded before them by the same fit on
     ``LocalEngine`` (a fresh driver process adds what ``bench_cold_start`` measures in-process)."""
     from core.synthetic import make_rings
+    from spark_bsvm.engine.stage import row_bytes, run_barrier_stage
 
     X, y = make_rings(400, 4, seed=0)
     frame = _spark_frame(spark, X, y, directory)
     fit = CASES["spsvm-ijcnn1"][1]
     _fit(lambda: LocalEngine(X, y, n_partitions=PARTITIONS), fit, None)  # the driver's code, loaded
 
-    def count(batches):
-        import pyarrow as pa
+    def count(input_schema):  # the batches reach it as the training stage's do; it runs no spark-bsvm code
+        def task(batches):
+            n = len(list(batches))
+            if input_schema is None:
+                import pyarrow as pa
 
-        yield pa.RecordBatch.from_pydict({"rows": [sum(batch.num_rows for batch in batches)]})
+                yield pa.RecordBatch.from_pydict({"batches": [n]})
+            else:
+                yield {"batches": n}
+
+        return task
 
     start = time.perf_counter()
-    frame.mapInArrow(count, "rows long", barrier=True).collect()
+    run_barrier_stage(frame, count, row_bytes(X.shape[1]), "batches long")
     first_job = time.perf_counter() - start
     return [first_job] + [_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, None)["fit"]
                           for _ in range(2)]

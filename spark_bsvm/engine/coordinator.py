@@ -1,6 +1,6 @@
 """SparkEngine: the partition functions of ``core.partition`` on Spark executors, coordinated by the driver.
 
-One fit is one long-lived barrier stage (``mapInArrow(..., barrier=True)``):
+One fit is one long-lived barrier stage (``stage.run_barrier_stage``):
 each task connects to a small coordinator on the driver
 (``spark_bsvm.engine.rounds``), checks its rows and sends what it found, which
 the coordinator judges (``stage.TrainingData.judge``: the data's checks, with
@@ -95,7 +95,8 @@ class SparkEngine(Engine):
         def run_stage():
             try:  # each start of the stage takes the spec as it is then (the figures, once the checks are judged)
                 self._rows = data.run_stage(
-                    lambda: make_task(data.task_spec(secret, address=address, fault_injection=fault_injection)),
+                    lambda input_schema: make_task(data.task_spec(secret, address=address,
+                                                                  fault_injection=fault_injection), input_schema),
                     tag, self._stage_restarts)
             except Exception as exc:  # reported to the driver loop
                 self._job_error = exc

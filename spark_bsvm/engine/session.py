@@ -3,7 +3,8 @@
 A Spark Connect session has no ``sparkContext``, no RDDs and no JVM handle: everything here goes
 through calls both kinds of session have (``spark.conf``, DataFrames), or through the one call each
 kind offers (job groups on classic sessions, tags on Connect sessions).  Arrow batches sized by their
-row count (``row_sized_arrow_batches``) need thread-local properties: classic sessions only.
+row count (``row_sized_arrow_batches``) need thread-local properties, and Arrow batches read from a
+DataFrame's own plan (``planned_arrow_batches``) need the JVM: classic sessions only.
 """
 
 from contextlib import contextmanager
@@ -122,6 +123,19 @@ def unsized_arrow_batches(records, byte_limit, row_bytes, records_set):
     if records_set or rows < FEWEST_BATCH_ROWS:
         return {}
     return {ARROW_BYTES: UNSIZED, ARROW_RECORDS: str(rows)}
+
+
+def planned_arrow_batches(spark, row_bytes):
+    """Whether a barrier stage of ``spark`` can read its partitions as the Arrow batches of their DataFrame's
+    own plan (``stage.run_barrier_stage``), rows of at most ``row_bytes`` bytes (None: unknown): a classic
+    session, whose batches of ``ARROW_RECORDS`` rows (a bound Spark's conversion of a plan keeps, with no
+    byte sizing) then keep within the byte limit of Spark's other Arrow batches (``ARROW_BYTES``: 64 MiB
+    unless the session sets its own)."""
+    if row_bytes is None or is_connect(spark):
+        return False
+    conf = spark.conf
+    records, limit = int(conf.get(ARROW_RECORDS)), conf.get(ARROW_BYTES, None)
+    return 0 < records and records * row_bytes <= (int(limit) if limit is not None else DEFAULT_BATCH_BYTES)
 
 
 @contextmanager

@@ -2,10 +2,10 @@
 
 ``TrainingData`` runs every check that needs the data, in a Spark job before the stage takes the task
 slots or, on the driver coordinator's fits, in the stage's tasks themselves (``TrainingData.judge``), and
-holds the DataFrame the stage reads, one partition per task.  Every task returns one row of
-``OUTPUT_SCHEMA``: what it served, the error that ended the fit (bad rows, a coordinator it could not
-reach), and, from the task that coordinated a fit on the executors, the model and the solver's
-warnings.
+holds the DataFrame the stage reads, one partition per task (``run_barrier_stage``: how the rows reach the
+tasks).  Every task returns one row of ``OUTPUT_SCHEMA``: what it served, the error that ended the fit (bad
+rows, a coordinator it could not reach), and, from the task that coordinated a fit on the executors, the
+model and the solver's warnings.
 """
 
 from dataclasses import dataclass
@@ -14,7 +14,8 @@ from typing import Callable, Optional
 from core.progress import progress_logger
 from spark_bsvm.engine.blocks import (check_schema, check_training_data, check_validation_column, declared_features,
                                      judged_groups)
-from spark_bsvm.engine.session import barrier_tasks, is_connect, row_sized_arrow_batches, tagged_jobs
+from spark_bsvm.engine.session import (barrier_tasks, is_connect, planned_arrow_batches, row_sized_arrow_batches,
+                                      tagged_jobs)
 
 OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
 UNREACHABLE = "Unreachable"  # error_type of a task that could not connect to the coordinator
@@ -33,12 +34,16 @@ def output_schema():
                       ("model", pa.binary()), ("warnings", pa.list_(pa.string()))])
 
 
-def output_batch(served=0, error_type=None, error=None, model=None, warnings=()):
-    """A task's output row (``OUTPUT_SCHEMA``) as an Arrow batch."""
+def output_row(served=0, error_type=None, error=None, model=None, warnings=()):
+    """A task's output row (``OUTPUT_SCHEMA``) as a dict."""
+    return {"served": served, "error_type": error_type, "error": error, "model": model, "warnings": list(warnings)}
+
+
+def output_batch(row):
+    """A task's output row (``output_row``) as an Arrow batch of ``OUTPUT_SCHEMA``."""
     import pyarrow as pa
 
-    return pa.RecordBatch.from_pylist([{"served": served, "error_type": error_type, "error": error, "model": model,
-                                        "warnings": list(warnings)}], schema=output_schema())
+    return pa.RecordBatch.from_pylist([row], schema=output_schema())
 
 
 def row_bytes(n_features):
@@ -46,6 +51,53 @@ def row_bytes(n_features):
     (index, value) pairs, the most a vector's Arrow struct holds, with room for the label, the weight, the
     validation mark and the offsets."""
     return 12 * n_features + 64
+
+
+def run_barrier_stage(frame, make_task, row_bytes, schema=OUTPUT_SCHEMA):
+    """The output rows of one barrier stage over ``frame``'s partitions, a task each, which runs the function
+    ``make_task(input_schema)`` over its partition (``task.make_task``; ``row_bytes``: a bound of a row's bytes
+    in Arrow, ``row_bytes``, or None when unknown), each task's output rows of the DDL ``schema``.  Two ways
+    for the rows to reach the tasks, as the same Arrow record batches (``record_batches``):
+
+    - Where ``session.planned_arrow_batches`` allows (classic sessions, batches of a bounded size): the
+      partitions written as Arrow batches by ``frame``'s own physical plan (``Dataset.toArrowBatchRdd``, a JVM
+      method public in the bytecode, Spark's conversion behind ``toPandas``), handed to the tasks serialized by
+      a barrier RDD (``input_schema``: their Arrow schema, serialized; the tasks' output rows come back as
+      dicts).  The stage has no SQL plan of its own to analyse and plan, and its job no SQL execution around
+      it: a bare stage that reads ijcnn1's rows from a cached frame took 150 ms against 227 ms with
+      ``mapInArrow`` (``bench/README.md``).  A cached frame is read as it is (its plan planned once, by
+      ``fixed_partitions``), any other through a copy of its plan: a DataFrame object keeps the plan it is
+      first given, and the caller's own one would then miss a cache the caller adds later.
+    - Otherwise (Spark Connect, which has no RDDs; rows of unknown or large size, which only Spark's sizing of
+      the batches by their bytes keeps bounded): ``mapInArrow(..., barrier=True)`` with ``input_schema`` None,
+      its output rows as Arrow batches of ``schema``, the input batches sized by their row count where that
+      is safe (``session.row_sized_arrow_batches``).
+    """
+    spark = frame.sparkSession
+    if not planned_arrow_batches(spark, row_bytes):
+        with row_sized_arrow_batches(spark, row_bytes):
+            return frame.mapInArrow(make_task(None), schema, barrier=True).collect()
+    from pyspark.rdd import RDD
+    from pyspark.serializers import NoOpSerializer
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    level = frame.storageLevel
+    planned = frame if level.useMemory or level.useDisk or level.useOffHeap else frame.select("*")
+    batches = RDD(planned._jdf.toArrowBatchRdd().toJavaRDD(), spark.sparkContext, NoOpSerializer())
+    input_schema = to_arrow_schema(frame.schema).serialize().to_pybytes()
+    return batches.barrier().mapPartitions(make_task(input_schema)).collect()
+
+
+def record_batches(rows, input_schema):
+    """A task's rows of ``run_barrier_stage`` as Arrow record batches: ``rows`` themselves (``mapInArrow``'s,
+    ``input_schema`` None), or the serialized batches ``rows`` read with the serialized schema
+    ``input_schema``, where they lie."""
+    if input_schema is None:
+        return rows
+    import pyarrow as pa
+
+    schema = pa.ipc.read_schema(pa.py_buffer(input_schema))
+    return (pa.ipc.read_record_batch(pa.py_buffer(message), schema) for message in rows)
 
 
 # in the error of a job whose barrier stage reads partitions that another RDD of that stage merged (a
@@ -238,13 +290,13 @@ class TrainingData:
                         dense=self.dense, **kwargs)
 
     def run_stage(self, make_task, tag, restarts=0):
-        """Run the task ``make_task()`` gives on every partition in one barrier stage (called at each start of
-        the stage: one started again after the tasks' checks were judged gets their figures); the tasks' output
-        rows.  When a task fails, Spark aborts the stage (a barrier result stage is not retried); start it
-        again, at most ``restarts`` times: the new tasks connect to the coordinator again.  When Spark refuses
-        the stage because its partitions are merged from others within it (``MERGED_PARTITIONS``), deal the
-        rows again (``dealt_again``) and start it at once: a refusal at the job's submission, which costs no
-        restart.
+        """Run the task ``make_task(input_schema)`` gives on every partition in one barrier stage
+        (``run_barrier_stage``; called at each start of the stage: one started again after the tasks' checks
+        were judged gets their figures); the tasks' output rows.  When a task fails, Spark aborts the stage (a
+        barrier result stage is not retried); start it again, at most ``restarts`` times: the new tasks connect
+        to the coordinator again.  When Spark refuses the stage because its partitions are merged from others
+        within it (``MERGED_PARTITIONS``), deal the rows again (``dealt_again``) and start it at once: a refusal
+        at the job's submission, which costs no restart.
 
         Why a result stage: a shuffle after the barrier stage would make it a map stage, which Spark retries
         as a whole by itself, but its result stage costs a fit ~0.09 s more at its end (budget-L1 on ijcnn1,
@@ -261,9 +313,8 @@ class TrainingData:
             n_features = self.n_features or self._declared_features
             try:
                 rows = "" if self.n_examples is None else f"{self.n_examples} rows, "  # known once checked
-                with tagged_jobs(self.spark, tag, f"{self.description} ({rows}{self.n_partitions} tasks)"), \
-                        row_sized_arrow_batches(self.spark, n_features and row_bytes(n_features)):
-                    return self.frame.mapInArrow(make_task(), OUTPUT_SCHEMA, barrier=True).collect()
+                with tagged_jobs(self.spark, tag, f"{self.description} ({rows}{self.n_partitions} tasks)"):
+                    return run_barrier_stage(self.frame, make_task, n_features and row_bytes(n_features))
             except Exception as exc:
                 message = str(exc)
                 if MERGED_PARTITIONS in message and not dealt:  # dealt once: a second refusal is an error

@@ -33,7 +33,7 @@ from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import groups_message, partition_block, partition_groups, partition_rows
 from spark_bsvm.engine.hosted import host_fit
 from spark_bsvm.engine.task_threads import use_task_cores
-from spark_bsvm.engine.stage import MISSING, UNREACHABLE, output_batch, output_schema
+from spark_bsvm.engine.stage import MISSING, UNREACHABLE, output_batch, output_row, output_schema, record_batches
 
 CONNECT_TIMEOUT = 10.0  # seconds a task tries to open its connection to the coordinator
 
@@ -163,11 +163,13 @@ def _serve(context, batches, spec):
     return {"served": served}
 
 
-def run_task(spec, batches):
-    """One barrier task of the fit ``spec`` (a ``stage.TaskSpec``): its output batch."""
+def run_task(spec, rows, input_schema=None):
+    """One barrier task of the fit ``spec`` (a ``stage.TaskSpec``) over its ``rows`` (``stage.record_batches``
+    with ``input_schema``): its output row, as a dict where ``input_schema`` is given, else as an Arrow batch."""
     from pyspark import BarrierTaskContext
     from threadpoolctl import threadpool_limits
 
+    batches = record_batches(rows, input_schema)
     context = BarrierTaskContext.get()
     use_task_cores(context)
     # BLAS on one thread while the task serves rounds, as core's fits do (core.threads): its spinning
@@ -180,11 +182,13 @@ def run_task(spec, batches):
             row = _serve(context, batches, spec)
     finally:
         blas.restore_original_limits()
-    return output_batch(**row)
+    row = output_row(**row)
+    return row if input_schema is not None else output_batch(row)
 
 
-def make_task(spec):
-    """The function every barrier task runs (``spec``: a ``stage.TaskSpec``).
+def make_task(spec, input_schema=None):
+    """The function every barrier task runs (``spec``: a ``stage.TaskSpec``), over the rows of
+    ``stage.run_barrier_stage`` (``input_schema``: theirs).
 
     It refers to nothing of spark-bsvm by name: Spark ships it whole, ``spec`` travels as bytes, and the
     task imports this module itself.  An executor without spark-bsvm (or a package it needs) then
@@ -196,7 +200,7 @@ def make_task(spec):
     advice = ("ship spark-bsvm to the executors: --py-files with a zip of core/ and spark_bsvm/, or pip install "
               "its wheel on every node (README: Running on a cluster)")
 
-    def task(batches):
+    def task(rows):
         import pickle
         import socket
 
@@ -204,12 +208,14 @@ def make_task(spec):
             from spark_bsvm.engine.task import run_task
             fit_spec = pickle.loads(payload)
         except ImportError as exc:
-            import pyarrow as pa
-
             error = f"executor {socket.gethostname()} cannot import what a spark-bsvm fit needs ({exc}): {advice}"
-            yield pa.RecordBatch.from_pylist([{"served": 0, "error_type": missing, "error": error, "model": None,
-                                               "warnings": []}], schema=schema)
+            row = {"served": 0, "error_type": missing, "error": error, "model": None, "warnings": []}
+            if input_schema is None:
+                import pyarrow as pa
+
+                row = pa.RecordBatch.from_pylist([row], schema=schema)
+            yield row
             return
-        yield run_task(fit_spec, batches)
+        yield run_task(fit_spec, rows, input_schema)
 
     return task

@@ -59,7 +59,7 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
     spec = data.task_spec(secrets.token_hex(32), fit=HostedFit(function, arguments), fault_injection=fault_injection)
     try:
         # the solver's progress goes to the executor's log
-        rows = data.run_stage(lambda: make_task(spec), fit_tag(), stage_restarts)
+        rows = data.run_stage(lambda input_schema: make_task(spec, input_schema), fit_tag(), stage_restarts)
     except Exception as exc:  # Spark's message, with the task's exception in a Java trace
         raise RuntimeError(f"the training stage failed: {stage_failure(exc)}") from exc
     raise_task_errors(rows)

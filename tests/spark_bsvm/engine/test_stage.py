@@ -89,15 +89,70 @@ def test_the_tasks_check_their_rows_where_the_plan_fixes_their_partitions(spark,
         cached.unpersist()
 
 
-def test_counting_the_partitions_leaves_the_callers_dataframe_free_to_use_a_cache_it_adds(spark):
-    """A DataFrame object keeps the plan it was first given: ``fixed_partitions`` plans a copy of an uncached
-    one, so that the caller's own actions read a cache added after the fit."""
+def _tables(frame, row_bytes):
+    """Each task's rows as ``run_barrier_stage`` hands them over (``row_bytes`` None: the ``mapInArrow`` way),
+    as Python lists by partition, and whether they came back as dicts (the way of the plan's own batches)."""
+    from spark_bsvm.engine.stage import run_barrier_stage
+
+    def make_task(input_schema):
+        def task(rows):
+            import pyarrow as pa
+
+            from spark_bsvm.engine.stage import record_batches
+
+            table = pa.Table.from_batches(list(record_batches(rows, input_schema)))
+            row = {"rows": repr(table.to_pylist())}
+            yield row if input_schema is not None else pa.RecordBatch.from_pylist([row])
+
+        return task
+
+    rows = run_barrier_stage(frame, make_task, row_bytes, "rows string")
+    return [r["rows"] for r in rows], all(isinstance(r, dict) for r in rows)
+
+
+def test_the_tasks_get_the_same_rows_from_the_plans_own_batches_as_from_map_in_arrow(spark):
+    """Vectors (dense and sparse), a weight and a validation mark; arrays of doubles with a null element and a
+    null array: the same batches either way, the plan's own where rows of a known size keep them small."""
+    from pyspark.ml.linalg import Vectors
+
+    vectors = spark.createDataFrame([(Vectors.dense([1.0, 0.0, 2.5]), 1.0, 0.5, True),
+                                     (Vectors.sparse(3, [1], [-4.0]), 0.0, 2.0, False),
+                                     (Vectors.sparse(3, [], []), 1.0, 1.0, False)] * 3,
+                                    ["features", "label", "weight", "validation"]).repartition(2)
+    arrays = spark.createDataFrame([([1.0, None], 1.0), (None, 0.0), ([3.0, 4.0], 1.0)],
+                                   "features array<double>, label double").repartition(2)
+    for frame in (vectors, arrays):
+        planned, as_dicts = _tables(frame, 64)
+        mapped, as_rows = _tables(frame, None)
+        assert as_dicts and not as_rows
+        assert sorted(planned) == sorted(mapped) and "4.0" in "".join(planned)
+
+
+def test_the_plans_own_batches_only_where_spark_could_not_size_them_better():
+    from spark_bsvm.engine.session import ARROW_BYTES, ARROW_RECORDS, planned_arrow_batches
+
+    def session(**conf):
+        return type("Spark", (), {"conf": {ARROW_RECORDS: "10000", **conf}})()
+
+    assert planned_arrow_batches(session(), 712)  # Forest-shaped rows: 7 MB a batch of 10,000
+    assert not planned_arrow_batches(session(), None)  # rows of unknown size
+    assert not planned_arrow_batches(session(), (64 << 20) // 9999)  # 10,000 such rows pass Spark's 64 MiB
+    assert planned_arrow_batches(session(**{ARROW_BYTES: str(1 << 30)}), (64 << 20) // 9999)  # the user's limit
+    assert not planned_arrow_batches(session(**{ARROW_RECORDS: "0"}), 712)  # batches of a whole partition
+
+
+@pytest.mark.parametrize("use", ["count partitions", "read rows"])
+def test_the_engine_leaves_the_callers_dataframe_free_to_use_a_cache_it_adds(spark, use):
+    """A DataFrame object keeps the plan it was first given: ``fixed_partitions`` (which counts an uncached
+    frame's partitions) and ``run_barrier_stage`` (which reads its rows) plan a copy of it, so that the caller's
+    own actions read a cache added after the fit."""
     from pyspark.sql import functions as F
 
     from spark_bsvm.engine.stage import fixed_partitions
 
-    df = spark.range(0, 100, 1, 2).select((F.col("id") * 7).alias("x"))
-    assert fixed_partitions(df) == 2
+    df = spark.range(0, 100, 1, 2).select(F.array((F.col("id") * 7).cast("double")).alias("features"),
+                                          F.lit(1.0).alias("label"))
+    assert (fixed_partitions(df) if use == "count partitions" else len(_tables(df, 64)[0])) == 2
     df.cache()
     try:
         assert df.count() == 100

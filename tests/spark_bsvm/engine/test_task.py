@@ -11,12 +11,14 @@ from pyspark import cloudpickle
 from spark_bsvm.engine.stage import MISSING, TaskSpec, raise_task_errors
 from spark_bsvm.engine.task import make_task
 
-# an executor's Python worker: unpickle the task Spark sent, run it on no rows, print its output row
-EXECUTOR = ("import pickle, sys; task = pickle.loads(sys.stdin.buffer.read()); "
-            "print(repr(next(task(iter([]))).to_pylist()))")
+# an executor's Python worker: unpickle the task Spark sent, run it on no rows, print its output rows (an Arrow
+# batch's, from a task of mapInArrow; a dict, from a task of the plan's own batches: stage.run_barrier_stage)
+EXECUTOR = ("import pickle, sys; task = pickle.loads(sys.stdin.buffer.read()); out = next(task(iter([]))); "
+            "print(repr([out] if isinstance(out, dict) else out.to_pylist()))")
 
 
-def test_an_executor_without_the_package_reports_it_in_one_line(tmp_path):
+@pytest.mark.parametrize("input_schema", [None, b"schema"], ids=["mapInArrow", "plan's batches"])
+def test_an_executor_without_the_package_reports_it_in_one_line(tmp_path, input_schema):
     # spark-bsvm is installed in editable mode here: a package of the same name that cannot be imported
     # hides it from the "executor" below, as if it were not installed
     stub = tmp_path / "no-spark-bsvm" / "spark_bsvm"
@@ -25,9 +27,9 @@ def test_an_executor_without_the_package_reports_it_in_one_line(tmp_path):
                                       "name='spark_bsvm')\n")
     spec = TaskSpec("0" * 64, n_features=2, classes=[0.0, 1.0], has_weight=False, n_partitions=1, n_examples=2,
                     scale_gamma=1.0, address=("127.0.0.1", 9))
-    executor = subprocess.run([sys.executable, "-c", EXECUTOR], input=cloudpickle.dumps(make_task(spec)),
-                              cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(stub.parent)), capture_output=True,
-                              timeout=120)
+    executor = subprocess.run([sys.executable, "-c", EXECUTOR],
+                              input=cloudpickle.dumps(make_task(spec, input_schema)), cwd=tmp_path,
+                              env=dict(os.environ, PYTHONPATH=str(stub.parent)), capture_output=True, timeout=120)
     assert executor.returncode == 0, executor.stderr.decode()
     (row,) = ast.literal_eval(executor.stdout.decode())
     assert row["error_type"] == MISSING
