@@ -9,6 +9,7 @@ DataFrame's own plan (``planned_arrow_batches``) need the JVM: classic sessions 
 
 from contextlib import contextmanager
 
+SIMPLIFIED_TRACEBACK = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
 ARROW_BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"
 ARROW_RECORDS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 DEFAULT_BATCH_BYTES = 64 << 20  # Spark's ARROW_BYTES when the session does not set it
@@ -136,6 +137,27 @@ def planned_arrow_batches(spark, row_bytes):
     conf = spark.conf
     records, limit = int(conf.get(ARROW_RECORDS)), conf.get(ARROW_BYTES, None)
     return 0 < records and records * row_bytes <= (int(limit) if limit is not None else DEFAULT_BATCH_BYTES)
+
+
+@contextmanager
+def sql_python_workers(spark):
+    """Let the Python RDDs defined inside the block run in the Python workers of ``spark``'s SQL Python jobs
+    (``mapInArrow``, pandas UDFs: a model's ``transform``).  Spark keeps a pool of workers per environment, and
+    its SQL runners add ``SPARK_SIMPLIFIED_TRACEBACK=1`` to theirs (unless ``SIMPLIFIED_TRACEBACK`` is off),
+    which a Python RDD's environment (``SparkContext.environment``) lacks: two pools would each start their
+    workers, and each import spark-bsvm and load numba's code (the first transform after a session's first
+    fit took 3.7 s against 1.4 s from one pool; ``bench/README.md``), and each hold them while idle (~280 MB a
+    worker after a fit).  The variable is set in the context's environment for the block only (an RDD's
+    Python function copies the environment when the RDD is defined: ``RDD.id``); a value the user set stays."""
+    environment = spark.sparkContext.environment
+    if "SPARK_SIMPLIFIED_TRACEBACK" in environment or spark.conf.get(SIMPLIFIED_TRACEBACK, "true").lower() != "true":
+        yield
+        return
+    environment["SPARK_SIMPLIFIED_TRACEBACK"] = "1"
+    try:
+        yield
+    finally:
+        environment.pop("SPARK_SIMPLIFIED_TRACEBACK", None)
 
 
 @contextmanager

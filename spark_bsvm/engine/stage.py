@@ -15,7 +15,7 @@ from core.progress import progress_logger
 from spark_bsvm.engine.blocks import (check_schema, check_training_data, check_validation_column, declared_features,
                                      judged_groups)
 from spark_bsvm.engine.session import (barrier_tasks, is_connect, planned_arrow_batches, row_sized_arrow_batches,
-                                      tagged_jobs)
+                                      sql_python_workers, tagged_jobs)
 
 OUTPUT_SCHEMA = "served long, error_type string, error string, model binary, warnings array<string>"
 UNREACHABLE = "Unreachable"  # error_type of a task that could not connect to the coordinator
@@ -67,7 +67,8 @@ def run_barrier_stage(frame, make_task, row_bytes, schema=OUTPUT_SCHEMA):
       it: a bare stage that reads ijcnn1's rows from a cached frame took 150 ms against 227 ms with
       ``mapInArrow`` (``bench/README.md``).  A cached frame is read as it is (its plan planned once, by
       ``fixed_partitions``), any other through a copy of its plan: a DataFrame object keeps the plan it is
-      first given, and the caller's own one would then miss a cache the caller adds later.
+      first given, and the caller's own one would then miss a cache the caller adds later.  The tasks run in
+      the Python workers of the session's SQL Python jobs (``session.sql_python_workers``).
     - Otherwise (Spark Connect, which has no RDDs; rows of unknown or large size, which only Spark's sizing of
       the batches by their bytes keeps bounded): ``mapInArrow(..., barrier=True)`` with ``input_schema`` None,
       its output rows as Arrow batches of ``schema``, the input batches sized by their row count where that
@@ -85,7 +86,10 @@ def run_barrier_stage(frame, make_task, row_bytes, schema=OUTPUT_SCHEMA):
     planned = frame if level.useMemory or level.useDisk or level.useOffHeap else frame.select("*")
     batches = RDD(planned._jdf.toArrowBatchRdd().toJavaRDD(), spark.sparkContext, NoOpSerializer())
     input_schema = to_arrow_schema(frame.schema).serialize().to_pybytes()
-    return batches.barrier().mapPartitions(make_task(input_schema)).collect()
+    stage = batches.barrier().mapPartitions(make_task(input_schema))
+    with sql_python_workers(spark):
+        stage.id()  # defines the RDD, its Python function with the environment of the SQL jobs' workers
+    return stage.collect()
 
 
 def record_batches(rows, input_schema):
