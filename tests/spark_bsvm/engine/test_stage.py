@@ -163,7 +163,8 @@ def test_the_engine_leaves_the_callers_dataframe_free_to_use_a_cache_it_adds(spa
 
 def test_the_stage_runs_in_the_python_workers_of_the_sessions_sql_jobs(spark):
     """One pool of Python workers for the training stage and a model's transform (``session.sql_python_workers``):
-    the workers of a stage over the plan's own batches serve a ``mapInArrow`` job after it."""
+    the workers of a stage over the plan's own batches and those of a ``mapInArrow`` job have one parent, the
+    pool's daemon."""
     from spark_bsvm.engine.stage import run_barrier_stage
 
     frame = spark.range(0, 8, 1, 2).selectExpr("array(double(id)) as features", "1.0 as label")
@@ -173,17 +174,17 @@ def test_the_stage_runs_in_the_python_workers_of_the_sessions_sql_jobs(spark):
             import os
 
             list(rows)
-            yield {"pid": os.getpid()}
+            yield {"daemon": os.getppid()}
 
         return task
 
-    def pid(batches):
+    def daemon(batches):
         import os
 
         import pyarrow as pa
 
         list(batches)
-        yield pa.RecordBatch.from_pydict({"pid": [os.getpid()]})
+        yield pa.RecordBatch.from_pydict({"daemon": [os.getppid()]})
 
-    stage = {row["pid"] for row in run_barrier_stage(frame, make_task, 64, "pid long")}
-    assert stage & {row["pid"] for row in frame.mapInArrow(pid, "pid long").collect()}
+    stage = {row["daemon"] for row in run_barrier_stage(frame, make_task, 64, "daemon long")}
+    assert len(stage) == 1 and stage == {row["daemon"] for row in frame.mapInArrow(daemon, "daemon long").collect()}
