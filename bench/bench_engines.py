@@ -41,7 +41,8 @@ alternating (Spark, local, Spark, local, ... with ``--repeats``; medians).  Prin
     same        both models equal: the same support vectors and coefficients within 1e-8
 
 Before the cases, a first barrier job that runs no spark-bsvm code pays for what any first Python job
-of a session pays (the JVM's warm-up, the Python workers' start); then a small SpSVM fit runs once on
+of a session pays (the JVM's warm-up, the Python workers' start, pyarrow loaded to read the rows as the
+training stage's tasks do); then a small SpSVM fit runs once on
 ``LocalEngine`` (the driver's own code loaded: a fresh driver process is ``bench_cold_start``'s case) and
 twice on Spark, on those fresh workers: the first pays for importing ``core`` and loading numba's cached
 code in the workers, and for the first checks of rows in them.
@@ -245,20 +246,20 @@ def _executor_cold_start(spark, SparkEngine, directory):
     fit = CASES["spsvm-ijcnn1"][1]
     _fit(lambda: LocalEngine(X, y, n_partitions=PARTITIONS), fit, None)  # the driver's code, loaded
 
-    def count(input_schema):  # the batches reach it as the training stage's do; it runs no spark-bsvm code
-        def task(batches):
-            n = len(list(batches))
-            if input_schema is None:
-                import pyarrow as pa
+    def count(input_schema):  # the rows reach it, and pyarrow reads them, as in the training stage; no spark-bsvm code
+        def task(rows):
+            import pyarrow as pa
 
-                yield pa.RecordBatch.from_pydict({"batches": [n]})
+            if input_schema is None:
+                yield pa.RecordBatch.from_pydict({"rows": [sum(batch.num_rows for batch in rows)]})
             else:
-                yield {"batches": n}
+                schema = pa.ipc.read_schema(pa.py_buffer(input_schema))
+                yield {"rows": sum(pa.ipc.read_record_batch(pa.py_buffer(m), schema).num_rows for m in rows)}
 
         return task
 
     start = time.perf_counter()
-    run_barrier_stage(frame, count, row_bytes(X.shape[1]), "batches long")
+    run_barrier_stage(frame, count, row_bytes(X.shape[1]), "rows long")
     first_job = time.perf_counter() - start
     return [first_job] + [_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, None)["fit"]
                           for _ in range(2)]
