@@ -53,11 +53,12 @@ def row_bytes(n_features):
     return 12 * n_features + 64
 
 
-def run_barrier_stage(frame, make_task, row_bytes, schema=OUTPUT_SCHEMA):
+def run_barrier_stage(frame, make_task, max_row_bytes, schema=OUTPUT_SCHEMA):
     """The output rows of one barrier stage over ``frame``'s partitions, a task each, which runs the function
-    ``make_task(input_schema)`` over its partition (``task.make_task``; ``row_bytes``: a bound of a row's bytes
-    in Arrow, ``row_bytes``, or None when unknown), each task's output rows of the DDL ``schema``.  Two ways
-    for the rows to reach the tasks, as the same Arrow record batches (``record_batches``):
+    ``make_task(input_schema)`` over its partition (``task.make_task``; ``max_row_bytes``: a bound of a row's
+    bytes in Arrow, ``row_bytes`` of its features, or None when unknown), each task's output rows of the DDL
+    ``schema``.  Two ways for the rows to reach the tasks, as the same Arrow record batches
+    (``record_batches``):
 
     - Where ``session.planned_arrow_batches`` allows (classic sessions, batches of a bounded size): the
       partitions written as Arrow batches by ``frame``'s own physical plan (``Dataset.toArrowBatchRdd``, a JVM
@@ -65,18 +66,19 @@ def run_barrier_stage(frame, make_task, row_bytes, schema=OUTPUT_SCHEMA):
       a barrier RDD (``input_schema``: their Arrow schema, serialized; the tasks' output rows come back as
       dicts).  The stage has no SQL plan of its own to analyse and plan, and its job no SQL execution around
       it: a bare stage that reads ijcnn1's rows from a cached frame took 150 ms against 227 ms with
-      ``mapInArrow`` (``bench/README.md``).  A cached frame is read as it is (its plan planned once, by
-      ``fixed_partitions``), any other through a copy of its plan: a DataFrame object keeps the plan it is
-      first given, and the caller's own one would then miss a cache the caller adds later.  The tasks run in
-      the Python workers of the session's SQL Python jobs (``session.sql_python_workers``).
+      ``mapInArrow`` (``bench/README.md``).  A cached frame is read through its own plan (planned once per
+      DataFrame object: ``fixed_partitions`` may have planned it already), any other through a copy of its
+      plan: a DataFrame object keeps the plan it is first given, and the caller's own one would then miss a
+      cache the caller adds later.  The tasks run in the Python workers of the session's SQL Python jobs
+      (``session.sql_python_workers``).
     - Otherwise (Spark Connect, which has no RDDs; rows of unknown or large size, which only Spark's sizing of
       the batches by their bytes keeps bounded): ``mapInArrow(..., barrier=True)`` with ``input_schema`` None,
       its output rows as Arrow batches of ``schema``, the input batches sized by their row count where that
       is safe (``session.row_sized_arrow_batches``).
     """
     spark = frame.sparkSession
-    if not planned_arrow_batches(spark, row_bytes):
-        with row_sized_arrow_batches(spark, row_bytes):
+    if not planned_arrow_batches(spark, max_row_bytes):
+        with row_sized_arrow_batches(spark, max_row_bytes):
             return frame.mapInArrow(make_task(None), schema, barrier=True).collect()
     from pyspark.rdd import RDD
     from pyspark.serializers import NoOpSerializer
