@@ -7,6 +7,7 @@ row count (``row_sized_arrow_batches``) need thread-local properties, and Arrow 
 DataFrame's own plan (``planned_arrow_batches``) need the JVM: classic sessions only.
 """
 
+import threading
 from contextlib import contextmanager
 
 SIMPLIFIED_TRACEBACK = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
@@ -139,6 +140,9 @@ def planned_arrow_batches(spark, row_bytes):
     return 0 < records and records * row_bytes <= (int(limit) if limit is not None else DEFAULT_BATCH_BYTES)
 
 
+_ENVIRONMENT = threading.Lock()  # one ``sql_python_workers`` block at a time: each puts back the environment it found
+
+
 @contextmanager
 def sql_python_workers(spark):
     """Let the Python RDDs defined inside the block run in the Python workers of ``spark``'s SQL Python jobs
@@ -147,17 +151,22 @@ def sql_python_workers(spark):
     which a Python RDD's environment (``SparkContext.environment``) lacks: two pools would each start their
     workers, and each import spark-bsvm and load numba's code (the first transform after a session's first
     fit took 3.7 s against 1.4 s from one pool; ``bench/README.md``), and each hold them while idle (~280 MB a
-    worker after a fit).  The variable is set in the context's environment for the block only (an RDD's
-    Python function copies the environment when the RDD is defined: ``RDD.id``); a value the user set stays."""
-    environment = spark.sparkContext.environment
-    if "SPARK_SIMPLIFIED_TRACEBACK" in environment or spark.conf.get(SIMPLIFIED_TRACEBACK, "true").lower() != "true":
-        yield
-        return
-    environment["SPARK_SIMPLIFIED_TRACEBACK"] = "1"
-    try:
-        yield
-    finally:
-        environment.pop("SPARK_SIMPLIFIED_TRACEBACK", None)
+    worker after a fit).  Inside the block the context's environment is a copy with the variable (an RDD's
+    Python function copies the environment when the RDD is defined: ``RDD.id``), never the dict itself
+    changed: other threads may be defining functions from it (a tuner's concurrent fits; the dict changing
+    under their iteration failed one); a value the user set stays."""
+    context = spark.sparkContext
+    with _ENVIRONMENT:
+        environment = context.environment
+        simplified = spark.conf.get(SIMPLIFIED_TRACEBACK, "true").lower() == "true"
+        if "SPARK_SIMPLIFIED_TRACEBACK" in environment or not simplified:
+            yield
+            return
+        context.environment = dict(environment, SPARK_SIMPLIFIED_TRACEBACK="1")
+        try:
+            yield
+        finally:
+            context.environment = environment
 
 
 @contextmanager

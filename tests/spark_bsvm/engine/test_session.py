@@ -127,3 +127,17 @@ def test_task_cpus_count_in_the_slots_before_any_job(own_session):
 def test_the_coordinator_listens_on_the_bind_address_and_tells_tasks_the_driver_host(own_session):
     assert (own_session["listening"], own_session["told"]) == ("0.0.0.0", "127.0.0.1")
     assert own_session["support"] > 0  # the tasks reached it there
+
+
+def test_the_sql_workers_environment_is_a_copy_for_the_block_only(spark):
+    """``sql_python_workers`` never changes the context's environment dict, which other threads may be
+    iterating (a tuner's concurrent fits define their stages at once): it puts a copy in its place."""
+    from spark_bsvm.engine.session import sql_python_workers
+
+    context = spark.sparkContext
+    environment, before = context.environment, dict(context.environment)
+    with sql_python_workers(spark):
+        assert context.environment is not environment
+        assert context.environment == dict(before, SPARK_SIMPLIFIED_TRACEBACK="1")
+        assert environment == before
+    assert context.environment is environment and environment == before
