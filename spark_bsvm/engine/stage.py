@@ -72,26 +72,38 @@ def run_barrier_stage(frame, make_task, max_row_bytes, schema=OUTPUT_SCHEMA):
       cache the caller adds later.  The tasks run in the Python workers of the session's SQL Python jobs
       (``session.sql_python_workers``).
     - Otherwise (Spark Connect, which has no RDDs; rows of unknown or large size, which only Spark's sizing of
-      the batches by their bytes keeps bounded): ``mapInArrow(..., barrier=True)`` with ``input_schema`` None,
-      its output rows as Arrow batches of ``schema``, the input batches sized by their row count where that
-      is safe (``session.row_sized_arrow_batches``).
+      the batches by their bytes keeps bounded; columns pyspark cannot describe in Arrow, ``_arrow_schema``):
+      ``mapInArrow(..., barrier=True)`` with ``input_schema`` None, its output rows as Arrow batches of
+      ``schema``, the input batches sized by their row count where that is safe
+      (``session.row_sized_arrow_batches``).
     """
     spark = frame.sparkSession
-    if not planned_arrow_batches(spark, max_row_bytes):
+    input_schema = _arrow_schema(frame) if planned_arrow_batches(spark, max_row_bytes) else None
+    if input_schema is None:
         with row_sized_arrow_batches(spark, max_row_bytes):
             return frame.mapInArrow(make_task(None), schema, barrier=True).collect()
     from pyspark.rdd import RDD
     from pyspark.serializers import NoOpSerializer
-    from pyspark.sql.pandas.types import to_arrow_schema
 
     level = frame.storageLevel
     planned = frame if level.useMemory or level.useDisk or level.useOffHeap else frame.select("*")
     batches = RDD(planned._jdf.toArrowBatchRdd().toJavaRDD(), spark.sparkContext, NoOpSerializer())
-    input_schema = to_arrow_schema(frame.schema).serialize().to_pybytes()
     stage = batches.barrier().mapPartitions(make_task(input_schema))
     with sql_python_workers(spark):
         stage.id()  # defines the RDD, its Python function with the environment of the SQL jobs' workers
     return stage.collect()
+
+
+def _arrow_schema(frame):
+    """``frame``'s Arrow schema, serialized, or None where pyspark cannot describe a column in Arrow (vectors,
+    with a pyspark whose Arrow conversion does not know user-defined types: ``run_barrier_stage`` then takes the
+    ``mapInArrow`` way)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(frame.schema).serialize().to_pybytes()
+    except TypeError:  # pyspark's PySparkTypeError for an unsupported type
+        return None
 
 
 def record_batches(rows, input_schema):

@@ -128,6 +128,20 @@ def test_the_tasks_get_the_same_rows_from_the_plans_own_batches_as_from_map_in_a
         assert sorted(planned) == sorted(mapped) and "4.0" in "".join(planned)
 
 
+def test_columns_pyspark_cannot_describe_in_arrow_take_the_map_in_arrow_way(spark, monkeypatch):
+    """As vectors would with a pyspark whose Arrow conversion does not know user-defined types."""
+    import pyspark.sql.pandas.types
+
+    def unsupported(schema):
+        raise TypeError("unsupported data type for Arrow conversion")
+
+    frame = spark.range(0, 4, 1, 2).selectExpr("array(double(id)) as features", "1.0 as label")
+    planned, as_dicts = _tables(frame, 64)
+    monkeypatch.setattr(pyspark.sql.pandas.types, "to_arrow_schema", unsupported)
+    mapped, as_dicts_then = _tables(frame, 64)
+    assert as_dicts and not as_dicts_then and sorted(planned) == sorted(mapped)
+
+
 def test_the_plans_own_batches_only_where_spark_could_not_size_them_better():
     from spark_bsvm.engine.session import ARROW_BYTES, ARROW_RECORDS, planned_arrow_batches
 
