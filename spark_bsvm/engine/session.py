@@ -110,6 +110,12 @@ def stage_partly_ended(spark, tag):
     return False
 
 
+def batches_fit(records, row_bytes, byte_limit):
+    """Whether every Arrow batch of ``records`` rows (0 or less: unlimited) of at most ``row_bytes`` bytes
+    keeps within ``byte_limit`` bytes."""
+    return 0 < records and records * row_bytes <= byte_limit
+
+
 def unsized_arrow_batches(records, byte_limit, row_bytes, records_set):
     """The Arrow batch settings ({key: value}) under which Spark's batches keep within ``byte_limit`` bytes by
     their row count alone, for rows of at most ``row_bytes`` bytes, or {} when none would do.
@@ -119,7 +125,7 @@ def unsized_arrow_batches(records, byte_limit, row_bytes, records_set):
     a JFR profile).  When ``records`` rows (``ARROW_RECORDS``, 0 or less: unlimited) of ``row_bytes`` fit in
     ``byte_limit``, the check cannot end a batch, and ``UNSIZED`` turns it off; otherwise, unless the user set
     ``records`` (``records_set``), fewer rows a batch (no fewer than ``FEWEST_BATCH_ROWS``) make it so."""
-    if 0 < records and records * row_bytes <= byte_limit:
+    if batches_fit(records, row_bytes, byte_limit):
         return {ARROW_BYTES: UNSIZED}
     rows = byte_limit // row_bytes
     if records_set or rows < FEWEST_BATCH_ROWS:
@@ -136,8 +142,9 @@ def planned_arrow_batches(spark, row_bytes):
     if row_bytes is None or is_connect(spark):
         return False
     conf = spark.conf
-    records, limit = int(conf.get(ARROW_RECORDS)), conf.get(ARROW_BYTES, None)
-    return 0 < records and records * row_bytes <= (int(limit) if limit is not None else DEFAULT_BATCH_BYTES)
+    limit = conf.get(ARROW_BYTES, None)
+    limit = int(limit) if limit is not None else DEFAULT_BATCH_BYTES
+    return batches_fit(int(conf.get(ARROW_RECORDS)), row_bytes, limit)
 
 
 _ENVIRONMENT = threading.Lock()  # one ``sql_python_workers`` block at a time: each puts back the environment it found

@@ -66,11 +66,9 @@ def run_barrier_stage(frame, make_task, max_row_bytes, schema=OUTPUT_SCHEMA):
       a barrier RDD (``input_schema``: their Arrow schema, serialized; the tasks' output rows come back as
       dicts).  The stage has no SQL plan of its own to analyse and plan, and its job no SQL execution around
       it: a bare stage that reads ijcnn1's rows from a cached frame took 150 ms against 227 ms with
-      ``mapInArrow`` (``bench/README.md``).  A cached frame is read through its own plan (planned once per
-      DataFrame object: ``fixed_partitions`` may have planned it already), any other through a copy of its
-      plan: a DataFrame object keeps the plan it is first given, and the caller's own one would then miss a
-      cache the caller adds later.  The tasks run in the Python workers of the session's SQL Python jobs
-      (``session.sql_python_workers``).
+      ``mapInArrow`` (``bench/README.md``).  The plan read is ``plannable(frame)``'s (a cached frame's own,
+      planned once per DataFrame object: ``fixed_partitions`` may have planned it already).  The tasks run in
+      the Python workers of the session's SQL Python jobs (``session.sql_python_workers``).
     - Otherwise (Spark Connect, which has no RDDs; rows of unknown or large size, which only Spark's sizing of
       the batches by their bytes keeps bounded; columns pyspark cannot describe in Arrow, ``_arrow_schema``):
       ``mapInArrow(..., barrier=True)`` with ``input_schema`` None, its output rows as Arrow batches of
@@ -85,9 +83,7 @@ def run_barrier_stage(frame, make_task, max_row_bytes, schema=OUTPUT_SCHEMA):
     from pyspark.rdd import RDD
     from pyspark.serializers import NoOpSerializer
 
-    level = frame.storageLevel
-    planned = frame if level.useMemory or level.useDisk or level.useOffHeap else frame.select("*")
-    batches = RDD(planned._jdf.toArrowBatchRdd().toJavaRDD(), spark.sparkContext, NoOpSerializer())
+    batches = RDD(plannable(frame)._jdf.toArrowBatchRdd().toJavaRDD(), spark.sparkContext, NoOpSerializer())
     stage = batches.barrier().mapPartitions(make_task(input_schema))
     with sql_python_workers(spark):
         stage.id()  # defines the RDD, its Python function with the environment of the SQL jobs' workers
@@ -347,6 +343,14 @@ class TrainingData:
                                       self.description, stage_failure(exc), restart, restarts)
 
 
+def plannable(df):
+    """``df`` where planning it is harmless (a cached frame), else a copy of its plan (~30-45 ms to plan,
+    ijcnn1): a DataFrame object keeps the plan it was first given, and planning the caller's own one now
+    would leave its actions without a cache the caller adds later (classic sessions)."""
+    level = df.storageLevel
+    return df if level.useMemory or level.useDisk or level.useOffHeap else df.select("*")
+
+
 def fixed_partitions(df):
     """The partitions that ``df``'s plan fixes before it runs (classic sessions), or None where they
     may change as it runs or cannot be known without a job (Spark Connect).  An adaptive plan may merge or
@@ -355,12 +359,7 @@ def fixed_partitions(df):
     filling a cached frame's cache runs, which the stage would)."""
     if is_connect(df.sparkSession):
         return None
-    level = df.storageLevel
-    if not (level.useMemory or level.useDisk or level.useOffHeap):
-        # a DataFrame object keeps the plan it was first given: planning the caller's own one now would leave
-        # its actions without a cache the caller adds later; a copy of its plan, then (~30-45 ms, ijcnn1)
-        df = df.select("*")
-    execution = df._jdf.queryExecution()  # planned once per DataFrame object: 0.2 ms after the first time
+    execution = plannable(df)._jdf.queryExecution()  # planned once per DataFrame object: 0.2 ms after the first
     plan = execution.executedPlan()
     if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec" and _shuffles(plan.inputPlan()):
         return None

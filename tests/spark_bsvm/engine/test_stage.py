@@ -158,8 +158,8 @@ def test_the_plans_own_batches_only_where_spark_could_not_size_them_better():
 @pytest.mark.parametrize("use", ["count partitions", "read rows"])
 def test_the_engine_leaves_the_callers_dataframe_free_to_use_a_cache_it_adds(spark, use):
     """A DataFrame object keeps the plan it was first given: ``fixed_partitions`` (which counts an uncached
-    frame's partitions) and ``run_barrier_stage`` (which reads its rows) plan a copy of it, so that the caller's
-    own actions read a cache added after the fit."""
+    frame's partitions) and ``run_barrier_stage`` (which reads its rows) plan a copy of it (``plannable``), so
+    that the caller's own actions read a cache added after the fit."""
     from pyspark.sql import functions as F
 
     from spark_bsvm.engine.stage import fixed_partitions
