@@ -44,13 +44,14 @@ def recorded_calls(owner, name):
 
 
 def local_spark(app_name, slots, driver_memory):
-    """A ``local[slots]`` Spark session for a bench, its Python workers on this interpreter: no UI, ``slots``
-    shuffle partitions, only errors in the log."""
+    """A ``local[slots]`` Spark session for a bench, its Python workers on this interpreter: no UI (nor its
+    progress bars), ``slots`` shuffle partitions, only errors in the log."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master(f"local[{slots}]").appName(app_name)
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(slots))
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", str(slots))
              .config("spark.driver.memory", driver_memory).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark

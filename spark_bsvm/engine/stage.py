@@ -8,6 +8,8 @@ rows, a coordinator it could not reach), and, from the task that coordinated a f
 model and the solver's warnings.
 """
 
+import functools
+import weakref
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -165,8 +167,8 @@ def dealt_again(prepared, partition_rows, n_partitions):
     if partition_rows is not None and max(partition_rows.values()) < n_partitions:
         row = "_spark_bsvm_row"
         numbered = prepared.withColumn(row, F.monotonically_increasing_id())
-        return numbered.repartitionByRange(n_partitions, row).drop(row)
-    return prepared.repartition(n_partitions)
+        return _owned(numbered.repartitionByRange(n_partitions, row).drop(row))
+    return _owned(prepared.repartition(n_partitions))
 
 
 @dataclass(frozen=True)
@@ -226,9 +228,11 @@ class TrainingData:
     and the stage's DataFrame, once per DataFrame, columns and task count (``check_data`` runs every time).
 
     ``checks_in_stage``: the caller can judge the checks of the training tasks themselves (``judge``), as
-    the driver's coordinator does.  Then, when the stage's tasks would read the data as it is (its plan
-    fixes as many partitions as the stage has tasks, ``fixed_partitions``), no job of checks runs first:
-    ``checks_in_stage`` is true, the data's figures (``classes`` ...) are None until ``judge`` sets
+    the driver's coordinator does.  Then, when the data's plan fixes its partitions (``fixed_partitions``),
+    no job of checks runs first: the tasks read the partitions as they are where there are as many as
+    tasks, else the rows dealt into the tasks' partitions first (``dealt_again``: the checks' counts would
+    only have confirmed the need; the job saved is a pass over the input).  ``checks_in_stage`` is true,
+    the data's figures (``classes`` ...) are None until ``judge`` sets
     them (the tasks' spec carries them from then on), and each task checks its own rows
     (``blocks.partition_groups``: 5 ms with the block for ijcnn1's 24,995-row partition, 56 ms for a
     261,455-row Forest-shaped one, where the checks' Spark job took 0.25-0.42 s of each ijcnn1 fit;
@@ -250,20 +254,29 @@ class TrainingData:
         self.partition_rows, self.n_validation, self.dense = None, 0, False
         columns = features_col, label_col, weight_col, validation_col
         self.n_partitions = tasks = barrier_tasks(self.spark, num_partitions)
-        # the input's own plan, which a DataFrame object plans once (a projection keeps its partitions)
-        self.checks_in_stage = checks_in_stage and fixed_partitions(df) == tasks
         self._declared_features = declared_features(df.schema[features_col])
         key = ("checks", id(df), columns, tasks)  # the key's DataFrame is kept with the result: its id is no other's
         self._shared = None
-        if shared_results is not None and self.checks_in_stage:
-            known = shared_results.known(key)  # another fit's judged checks
-            if known is not None:
-                self.checks_in_stage = False
-                self._take(*known[1:])
-                return
-            self._shared = (shared_results, key, df)
-        prepared = _prepared(df, columns)
+        known = shared_results.known(key) if shared_results is not None else None  # another fit's checks
+        if known is not None:
+            self.checks_in_stage = False
+            self._take(*known[1:])
+            return
+        # planned once, here and by the stage's starts (a projection keeps its input's partitions)
+        prepared = plannable(_prepared(df, columns))
+        partitions = fixed_partitions(prepared) if checks_in_stage else None
+        self.checks_in_stage = partitions is not None
         if self.checks_in_stage:
+            if shared_results is not None:
+                self._shared = (shared_results, key, df)
+            if partitions != tasks:  # the checks' counts would only confirm that the rows must be dealt
+                if shared_results is None:
+                    prepared = dealt_again(prepared, None, tasks)
+                else:  # one frame, so one shuffle, for the fits of the fitMultiple call (each checks its rows)
+                    deal = functools.partial(dealt_again, prepared, None, tasks)
+                    prepared = shared_results.once(("dealt",) + key[1:], lambda: (df, deal()))[1]
+                self.progress.info("%s: the input has %d partitions; its rows are dealt into %d", description,
+                                   partitions, tasks)
             self.progress.info("%s: the training tasks check their rows", description)
             self.frame = prepared
             return
@@ -344,11 +357,25 @@ class TrainingData:
 
 
 def plannable(df):
-    """``df`` where planning it is harmless (a cached frame), else a copy of its plan (~30-45 ms to plan,
-    ijcnn1): a DataFrame object keeps the plan it was first given, and planning the caller's own one now
-    would leave its actions without a cache the caller adds later (classic sessions)."""
+    """``df`` where planning it is harmless (a cached frame; a frame of the library's own, ``_owned``; any
+    frame of a Spark Connect session, whose plans the server makes afresh), else a copy of its plan (~15-45
+    ms to plan, ijcnn1): a DataFrame object keeps the plan it was first given, and planning the caller's own
+    one now would leave its actions without a cache the caller adds later.  A frame of the library's own is
+    planned once however often it is read (``fixed_partitions``, each start of the stage, whose job then
+    reuses the shuffle that dealt its rows)."""
+    if df in _OWNED or is_connect(df.sparkSession):
+        return df
     level = df.storageLevel
-    return df if level.useMemory or level.useDisk or level.useOffHeap else df.select("*")
+    return df if level.useMemory or level.useDisk or level.useOffHeap else _owned(df.select("*"))
+
+
+_OWNED = weakref.WeakSet()  # the frames the library derived, which no caller holds
+
+
+def _owned(df):
+    """``df``, a frame the library derived and no caller holds, marked as such for ``plannable``."""
+    _OWNED.add(df)
+    return df
 
 
 def fixed_partitions(df):
@@ -406,7 +433,7 @@ def _prepared(df, columns):
         selected.append(F.col(weight_col).cast("double").alias("weight"))
     if validation_col:
         selected.append(F.col(validation_col).alias("validation"))
-    return df.select(*selected)
+    return _owned(df.select(*selected))
 
 
 def _checked_frame(prepared, tasks, names):

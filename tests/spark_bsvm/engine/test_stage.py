@@ -11,6 +11,7 @@ from core.kernels import KernelSpec
 from core.svc import fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm.engine import SparkEngine
+from spark_bsvm.engine.shared_results import SharedResults
 from spark_bsvm.engine.stage import TrainingData
 from tests.conftest import contiguous_frame
 
@@ -53,6 +54,27 @@ def test_empty_and_skewed_inputs_are_dealt_evenly_and_train(spark, rings, sizes,
     np.testing.assert_allclose(model.decision_function(X), local.decision_function(X), atol=1e-3)
 
 
+def test_an_input_of_other_partitions_than_tasks_is_dealt_before_the_stage_whose_tasks_check_it(spark, rings,
+                                                                                                caplog, monkeypatch):
+    """A plan that fixes 3 partitions for 2 tasks: its rows are dealt into the tasks' partitions at once and
+    checked by the tasks (no job of checks: the counts would only confirm the dealing), in one stage."""
+    from spark_bsvm.engine import stage
+
+    monkeypatch.setattr(stage, "check_training_data", lambda *args: pytest.fail("a job of checks ran"))
+    X, y = rings
+    df = contiguous_frame(spark, X, y, sizes=[150, 150, 100])
+    caplog.set_level(logging.INFO)
+    tasks, model = fit(df)
+    assert "the input has 3 partitions; its rows are dealt into 2" in caplog.text
+    assert "uneven or empty" not in caplog.text  # no second stage
+    local = fit_csvc(LocalEngine(X, y, n_partitions=2), C=3.0, kernel=KERNEL, tol=1e-6)
+    assert tasks == 2
+    np.testing.assert_allclose(model.decision_function(X), local.decision_function(X), atol=1e-3)
+    shared = SharedResults()  # the fits of one fitMultiple call: one frame dealt, so one shuffle
+    first, second = (TrainingData(df, checks_in_stage=True, shared_results=shared) for _ in range(2))
+    assert first.checks_in_stage and second.checks_in_stage and first.frame is second.frame
+
+
 def test_even_input_is_read_as_it_is_and_tiny_input_still_fills_every_task(spark, rings):
     X, y = rings
     even = contiguous_frame(spark, X, y, sizes=[210, 190])  # within 10% of the share: not worth a shuffle
@@ -64,8 +86,8 @@ def test_even_input_is_read_as_it_is_and_tiny_input_still_fills_every_task(spark
 
 def test_the_tasks_check_their_rows_where_the_plan_fixes_their_partitions(spark, rings):
     """``fixed_partitions``: a cached frame's partitions, an RDD's, none for an adaptive plan's shuffle, whose
-    partitions Spark may merge as it runs; ``TrainingData`` leaves the checks to the tasks only when they
-    are as many as the tasks."""
+    partitions Spark may merge as it runs; ``TrainingData`` leaves the checks to the tasks where the plan fixes
+    the partitions, dealt into the tasks' own when they are not as many."""
     from spark_bsvm.engine.stage import fixed_partitions
     from tests.conftest import to_df
 
@@ -82,7 +104,8 @@ def test_the_tasks_check_their_rows_where_the_plan_fixes_their_partitions(spark,
             spark.conf.unset("spark.sql.adaptive.enabled")
         assert TrainingData(df, num_partitions=2, checks_in_stage=True).checks_in_stage
         assert TrainingData(cached, num_partitions=2, checks_in_stage=True).checks_in_stage
-        assert not TrainingData(df, num_partitions=1, checks_in_stage=True).checks_in_stage
+        one_task = TrainingData(df, num_partitions=1, checks_in_stage=True)
+        assert one_task.checks_in_stage and partition_sizes(one_task.frame) == [len(y)]
         assert not TrainingData(df.repartition(4), num_partitions=2, checks_in_stage=True).checks_in_stage
         assert not TrainingData(df, num_partitions=2).checks_in_stage  # the caller judges no tasks' checks
     finally:
@@ -155,18 +178,24 @@ def test_the_plans_own_batches_only_where_spark_could_not_size_them_better():
     assert not planned_arrow_batches(session(**{ARROW_RECORDS: "0"}), 712)  # batches of a whole partition
 
 
-@pytest.mark.parametrize("use", ["count partitions", "read rows"])
+@pytest.mark.parametrize("use", ["count partitions", "read rows", "training data"])
 def test_the_engine_leaves_the_callers_dataframe_free_to_use_a_cache_it_adds(spark, use):
     """A DataFrame object keeps the plan it was first given: ``fixed_partitions`` (which counts an uncached
     frame's partitions) and ``run_barrier_stage`` (which reads its rows) plan a copy of it (``plannable``), so
-    that the caller's own actions read a cache added after the fit."""
+    that the caller's own actions read a cache added after the fit; ``TrainingData`` makes that copy once, for
+    both."""
     from pyspark.sql import functions as F
 
-    from spark_bsvm.engine.stage import fixed_partitions
+    from spark_bsvm.engine.stage import fixed_partitions, plannable
 
     df = spark.range(0, 100, 1, 2).select(F.array((F.col("id") * 7).cast("double")).alias("features"),
                                           F.lit(1.0).alias("label"))
-    assert (fixed_partitions(df) if use == "count partitions" else len(_tables(df, 64)[0])) == 2
+    if use == "training data":
+        data = TrainingData(df, num_partitions=2, checks_in_stage=True)
+        assert data.checks_in_stage and data.frame is not df and plannable(data.frame) is data.frame
+        assert len(_tables(data.frame, 64)[0]) == 2
+    else:
+        assert (fixed_partitions(df) if use == "count partitions" else len(_tables(df, 64)[0])) == 2
     df.cache()
     try:
         assert df.count() == 100

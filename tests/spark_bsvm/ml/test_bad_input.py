@@ -71,12 +71,17 @@ MATRIX = [
 ]
 
 
-def _refused(estimator, df, message, caplog):
+def _refused(estimator, df, message, caplog, by_tasks=False):
+    """``estimator.fit(df)`` raises the one line ``message``: before any training stage, or (``by_tasks``) at
+    the coordinator's judgment of the training tasks' own checks, before any task trained."""
     with caplog.at_level("INFO", logger="spark_bsvm"):
         with pytest.raises(ValueError, match=f"^{message}$") as raised:
             estimator.fit(df)
     assert "\n" not in str(raised.value)
-    assert "starting" not in caplog.text and "training tasks" not in caplog.text  # no training stage
+    if by_tasks:
+        assert "the training tasks check their rows" in caplog.text and "training tasks connected" not in caplog.text
+    else:
+        assert "starting" not in caplog.text and "training tasks" not in caplog.text  # no training stage
 
 
 @pytest.mark.parametrize("schema, rows, params, message", [case[1:] for case in MATRIX],
@@ -120,4 +125,5 @@ def test_every_estimator_checks_the_values_up_front(spark, estimator, case, refe
     (schema, rows, _, message), = [c[1:] for c in MATRIX if c[0] == case]
     df = spark.createDataFrame(rows, schema)
     reference = {"referenceModelPath": reference_path} if estimator is SlantSparsifier else {}
-    _refused(estimator(numPartitions=1, **reference), df, message, caplog)
+    # the frame's 2 partitions dealt into the one task's: its checks judge the rows
+    _refused(estimator(numPartitions=1, **reference), df, message, caplog, by_tasks=True)
