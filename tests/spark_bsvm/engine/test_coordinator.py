@@ -179,11 +179,13 @@ def test_the_listener_closes_with_the_engine(spark, data):
      r"^features column 'features' has 1 row\(s\) with NaN, infinite or null values"),
 ])
 def test_bad_rows_are_refused_before_the_training_stage(spark, rows, message):
-    """A frame of other partitions than tasks: its checks' job gives the message, not a Java trace, and no
-    training stage starts: no task to fail or retry (local[2,3] would)."""
+    """A frame whose partitions an adaptive plan's shuffle makes (Spark may merge them as it runs): its checks'
+    job gives the message, not a Java trace, and no training stage starts: no task to fail or retry (local[2,3]
+    would)."""
     from pyspark.ml.linalg import Vectors
 
     df = spark.createDataFrame([(Vectors.dense(x), label) for x, label in rows], ["features", "label"])
+    df = df.repartition(3)
     engine = None
     with pytest.raises(ValueError, match=message) as raised:
         with SparkEngine(df, num_partitions=1) as engine:

@@ -1,6 +1,7 @@
 """The bad-input matrix of the Spark estimators: each case is refused with its one-line message by the checks'
-aggregations, before the training stage starts (no training task, so no task retries), or, where the frame
-has as many partitions as the tasks, by the tasks' own checks of their rows, judged before any round.
+aggregations, before the training stage starts (no training task, so no task retries), or, where the frame's
+plan fixes its partitions (dealt into the tasks' first where they are not as many), by the tasks' own checks of
+their rows, judged before any round.
 
 Bad params (every range-checked one) are in ``test_params.BAD``, with the check that no Spark job starts;
 the in-process API's matrix is in ``tests/core/test_engine.py``."""
