@@ -36,7 +36,7 @@ alternating (Spark, local, Spark, local, ... with ``--repeats``; medians).  Prin
     ratio       Spark fit / local fit
     checks s    the seconds of the Spark fit's start spent on a Spark job of the data's checks
                 (``stage._checked_frame``); 0 where the training tasks check their own rows (the driver's
-                coordinator on a frame whose plan fixes its partitions: every case here, since the
+                coordinator on classic sessions: every case here, since the
                 twenty-sixth session; 0.25-0.42 s of each ijcnn1 fit before)
     same        both models equal: the same support vectors and coefficients within 1e-8
 

@@ -3,7 +3,7 @@ one of each per fit.
 
 ``CrossValidator`` and ``TrainValidationSplit`` fit their estimator once per param map through
 ``fitMultiple``.  The estimators' own ``fitMultiple`` runs the data's checks (in the training tasks where
-the frame's plan fixes its partitions, as here, else a Spark job before each training stage) once for
+the driver coordinates the fits, as here, else a Spark job before each training stage) once for
 the param maps that leave the data's params alone, and trains them in one stage where their stages would
 take every task slot (``numPartitions`` unset, as here); pyspark's default
 (``Estimator.fitMultiple``, kept here by a subclass that calls it) fits each param map on its own, checks

@@ -10,6 +10,12 @@ partitions as Spark's file scan makes.  Here one budget-L1 fit (ijcnn1, budget 5
     2 files         two Parquet files through a VectorAssembler, uncached: 2 partitions, the tasks' count
     8 files         eight Parquet files, the same, read with Spark's file split at 1 MiB (as data of many
                     splits is): 8 partitions, which the fit deals into the tasks' 2 (a shuffle)
+    2 files, shuffled
+                    the 2 files' frame after the user's own ``repartition(2)``: 2 partitions, which Spark's
+                    adaptive execution keeps (a given number)
+    2 files, by label
+                    the same after ``repartition("label")``: partitions that Spark's adaptive execution
+                    makes as it runs (it merges the shuffle's small ones), which the fit deals into the tasks'
     1 file          one Parquet file of one row group, the same: Spark splits it into 2 partitions, one of
                     them empty, which the tasks' checks find (the stage starts again over the rows dealt)
 
@@ -57,9 +63,12 @@ def _parquet_frames(spark, X, y, directory):
                            os.path.join(directory, name, f"part-{i}.parquet"), row_group_size=len(y))
     assembler = VectorAssembler(inputCols=columns, outputCol="features")
     settings = {"8 files": {"spark.sql.files.maxPartitionBytes": str(1 << 20)}}
-    return {name: (lambda path=os.path.join(directory, name): assembler.transform(spark.read.parquet(path)),
-                   settings.get(name, {}))
-            for name in files}
+    frames = {name: (lambda path=os.path.join(directory, name): assembler.transform(spark.read.parquet(path)),
+                     settings.get(name, {}))
+              for name in files}
+    frames["2 files, shuffled"] = (lambda: frames["2 files"][0]().repartition(PARTITIONS), {})
+    frames["2 files, by label"] = (lambda: frames["2 files"][0]().repartition("label"), {})
+    return frames
 
 
 @contextlib.contextmanager

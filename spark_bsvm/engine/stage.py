@@ -228,10 +228,11 @@ class TrainingData:
     and the stage's DataFrame, once per DataFrame, columns and task count (``check_data`` runs every time).
 
     ``checks_in_stage``: the caller can judge the checks of the training tasks themselves (``judge``), as
-    the driver's coordinator does.  Then, when the data's plan fixes its partitions (``fixed_partitions``),
-    no job of checks runs first: the tasks read the partitions as they are where there are as many as
-    tasks, else the rows dealt into the tasks' partitions first (``dealt_again``: the checks' counts would
-    only have confirmed the need; the job saved is a pass over the input).  ``checks_in_stage`` is true,
+    the driver's coordinator does.  Then, on classic sessions, no job of checks runs first: the tasks read
+    the partitions as they are where the data's plan fixes as many as there are tasks (``fixed_partitions``),
+    else the rows dealt into the tasks' partitions first (``dealt_again``: the checks' counts would only have
+    confirmed the need, or, where an adaptive plan makes the partitions as it runs, seldom spared it; the job
+    saved is a pass over the input and whatever computes it).  ``checks_in_stage`` is true,
     the data's figures (``classes`` ...) are None until ``judge`` sets
     them (the tasks' spec carries them from then on), and each task checks its own rows
     (``blocks.partition_groups``: 5 ms with the block for ijcnn1's 24,995-row partition, 56 ms for a
@@ -264,19 +265,20 @@ class TrainingData:
             return
         # planned once, here and by the stage's starts (a projection keeps its input's partitions)
         prepared = plannable(_prepared(df, columns))
-        partitions = fixed_partitions(prepared) if checks_in_stage else None
-        self.checks_in_stage = partitions is not None
+        self.checks_in_stage = checks_in_stage and not is_connect(self.spark)
         if self.checks_in_stage:
             if shared_results is not None:
                 self._shared = (shared_results, key, df)
-            if partitions != tasks:  # the checks' counts would only confirm that the rows must be dealt
+            partitions = fixed_partitions(prepared)
+            if partitions != tasks:  # the checks' counts would (all but always) only confirm the need
                 if shared_results is None:
                     prepared = dealt_again(prepared, None, tasks)
                 else:  # one frame, so one shuffle, for the fits of the fitMultiple call (each checks its rows)
                     deal = functools.partial(dealt_again, prepared, None, tasks)
                     prepared = shared_results.once(("dealt",) + key[1:], lambda: (df, deal()))[1]
-                self.progress.info("%s: the input has %d partitions; its rows are dealt into %d", description,
-                                   partitions, tasks)
+                has = ("partitions that an adaptive shuffle makes as it runs" if partitions is None
+                       else f"{partitions} partitions")
+                self.progress.info("%s: the input has %s; its rows are dealt into %d", description, has, tasks)
             self.progress.info("%s: the training tasks check their rows", description)
             self.frame = prepared
             return
@@ -381,25 +383,41 @@ def _owned(df):
 def fixed_partitions(df):
     """The partitions that ``df``'s plan fixes before it runs (classic sessions), or None where they
     may change as it runs or cannot be known without a job (Spark Connect).  An adaptive plan may merge or
-    split its shuffles' partitions as it runs; one without a shuffle of its own (a cached frame's, whose
-    cached plan had one) reads its input's partitions as they are.  No job runs for the count (beyond what
-    filling a cached frame's cache runs, which the stage would)."""
+    split its shuffles' partitions as it runs, but not those of a shuffle into a given number of partitions
+    (``repartition(n)``, Spark's ``REPARTITION_BY_NUM``); one without a shuffle of its own (a cached frame's,
+    whose cached plan had one) reads its input's partitions as they are.  No job runs for the count (beyond
+    what filling a cached frame's cache runs, which the stage would)."""
     if is_connect(df.sparkSession):
         return None
     execution = plannable(df)._jdf.queryExecution()  # planned once per DataFrame object: 0.2 ms after the first
     plan = execution.executedPlan()
-    if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec" and _shuffles(plan.inputPlan()):
-        return None
-    return execution.toRdd().getNumPartitions()
+    if plan.getClass().getSimpleName() != "AdaptiveSparkPlanExec":
+        return execution.toRdd().getNumPartitions()
+    shuffle = _top_shuffle(plan.inputPlan())
+    if shuffle is _NO_SHUFFLE:
+        return execution.toRdd().getNumPartitions()  # no stage to run first, so no job
+    if shuffle is not None and shuffle.shuffleOrigin().toString() == "REPARTITION_BY_NUM":
+        # the input plan's own count: a coalesce above the shuffle, say, changes it
+        return plan.inputPlan().outputPartitioning().numPartitions()
+    return None
 
 
-def _shuffles(plan):
-    """Whether a physical plan (a JVM ``SparkPlan``) holds an exchange, a cached relation's own plan aside
-    (a cached scan is a leaf: its plan is no child)."""
-    if "Exchange" in plan.getClass().getSimpleName():
-        return True
+_NO_SHUFFLE = object()  # _top_shuffle's answer for a plan that holds no exchange
+
+
+def _top_shuffle(plan):
+    """The exchange (a JVM ``SparkPlan``) that makes a physical plan's partitions, the first one below its
+    root through nodes of one child, or None where that is no shuffle exchange or an exchange lies below a
+    node of several children (a join, a union); ``_NO_SHUFFLE`` when the plan holds no exchange, a cached
+    relation's own plan aside (a cached scan is a leaf: its plan is no child)."""
+    name = plan.getClass().getSimpleName()
+    if "Exchange" in name:
+        return plan if name == "ShuffleExchangeExec" else None
     children = plan.children()
-    return any(_shuffles(children.apply(i)) for i in range(children.size()))
+    if children.size() == 1:
+        return _top_shuffle(children.apply(0))
+    return None if any(_top_shuffle(children.apply(i)) is not _NO_SHUFFLE for i in range(children.size())) \
+        else _NO_SHUFFLE
 
 
 def _task_count(summary, tasks):

@@ -178,20 +178,22 @@ def test_the_listener_closes_with_the_engine(spark, data):
     ([([0.0, 1.0], 0.0), ([1.0, 2.0], 1.0), ([float("nan"), 1.0], 1.0)],
      r"^features column 'features' has 1 row\(s\) with NaN, infinite or null values"),
 ])
-def test_bad_rows_are_refused_before_the_training_stage(spark, rows, message):
-    """A frame whose partitions an adaptive plan's shuffle makes (Spark may merge them as it runs): its checks'
-    job gives the message, not a Java trace, and no training stage starts: no task to fail or retry (local[2,3]
-    would)."""
+def test_bad_rows_are_refused_while_the_engine_is_made(spark, rows, message, caplog):
+    """A frame whose partitions an adaptive plan's shuffle makes (Spark may merge them as it runs), dealt into
+    the one task's: the coordinator's judgment of the task's checks gives the message, not a Java trace, before
+    any round: no task fails, so none is retried (local[2,3] would)."""
     from pyspark.ml.linalg import Vectors
 
     df = spark.createDataFrame([(Vectors.dense(x), label) for x, label in rows], ["features", "label"])
-    df = df.repartition(3)
+    df = df.repartition("label")
     engine = None
-    with pytest.raises(ValueError, match=message) as raised:
-        with SparkEngine(df, num_partitions=1) as engine:
-            fit_csvc(engine, C=1.0, kernel=KERNEL)
+    with caplog.at_level("INFO", logger="spark_bsvm"):
+        with pytest.raises(ValueError, match=message) as raised:
+            with SparkEngine(df, num_partitions=1) as engine:
+                fit_csvc(engine, C=1.0, kernel=KERNEL)
     assert "Traceback" not in str(raised.value) and "at org.apache" not in str(raised.value)
-    assert engine is None  # refused while the engine was being made: no coordinator, no stage
+    assert engine is None  # refused while the engine was being made: its stage and coordinator ended
+    assert "makes as it runs; its rows are dealt into 1" in caplog.text and "connected" not in caplog.text
 
 
 def test_the_tasks_own_checks_give_the_checks_jobs_figures(spark):

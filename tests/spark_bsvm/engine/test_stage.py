@@ -54,18 +54,23 @@ def test_empty_and_skewed_inputs_are_dealt_evenly_and_train(spark, rings, sizes,
     np.testing.assert_allclose(model.decision_function(X), local.decision_function(X), atol=1e-3)
 
 
-def test_an_input_of_other_partitions_than_tasks_is_dealt_before_the_stage_whose_tasks_check_it(spark, rings,
+@pytest.mark.parametrize("made", ["3 partitions", "an adaptive shuffle"])
+def test_an_input_of_other_partitions_than_tasks_is_dealt_before_the_stage_whose_tasks_check_it(spark, rings, made,
                                                                                                 caplog, monkeypatch):
-    """A plan that fixes 3 partitions for 2 tasks: its rows are dealt into the tasks' partitions at once and
-    checked by the tasks (no job of checks: the counts would only confirm the dealing), in one stage."""
+    """A plan that fixes 3 partitions for 2 tasks, or whose adaptive shuffle makes its own as it runs: its rows are
+    dealt into the tasks' partitions at once and checked by the tasks (no job of checks: the counts would
+    only confirm the dealing, or seldom spare it), in one stage."""
     from spark_bsvm.engine import stage
 
     monkeypatch.setattr(stage, "check_training_data", lambda *args: pytest.fail("a job of checks ran"))
     X, y = rings
     df = contiguous_frame(spark, X, y, sizes=[150, 150, 100])
+    if made == "an adaptive shuffle":
+        df = df.repartition("label")
     caplog.set_level(logging.INFO)
     tasks, model = fit(df)
-    assert "the input has 3 partitions; its rows are dealt into 2" in caplog.text
+    assert ("the input has 3 partitions" if made == "3 partitions" else "as it runs") in caplog.text
+    assert "its rows are dealt into 2" in caplog.text
     assert "uneven or empty" not in caplog.text  # no second stage
     local = fit_csvc(LocalEngine(X, y, n_partitions=2), C=3.0, kernel=KERNEL, tol=1e-6)
     assert tasks == 2
@@ -85,9 +90,10 @@ def test_even_input_is_read_as_it_is_and_tiny_input_still_fills_every_task(spark
 
 
 def test_the_tasks_check_their_rows_where_the_plan_fixes_their_partitions(spark, rings):
-    """``fixed_partitions``: a cached frame's partitions, an RDD's, none for an adaptive plan's shuffle, whose
-    partitions Spark may merge as it runs; ``TrainingData`` leaves the checks to the tasks where the plan fixes
-    the partitions, dealt into the tasks' own when they are not as many."""
+    """``fixed_partitions``: a cached frame's partitions, an RDD's, an adaptive plan's shuffle into a given number
+    (and a coalesce's above it), none for one whose partitions Spark may merge as it runs; ``TrainingData``
+    leaves the checks to the tasks, the rows dealt into the tasks' partitions first where the plan does not fix
+    as many."""
     from spark_bsvm.engine.stage import fixed_partitions
     from tests.conftest import to_df
 
@@ -96,17 +102,21 @@ def test_the_tasks_check_their_rows_where_the_plan_fixes_their_partitions(spark,
     cached = df.repartition(2).cache()  # an adaptive plan over a cached one that shuffled
     try:
         assert fixed_partitions(df) == 2 and fixed_partitions(cached.select("features")) == 2
-        assert fixed_partitions(df.repartition(4)) is None  # (the same plan as the cached one's would be read
-        spark.conf.set("spark.sql.adaptive.enabled", "false")  # from the cache)
+        assert fixed_partitions(df.repartition(4)) == 4 and fixed_partitions(df.repartition(4).coalesce(3)) == 3
+        assert fixed_partitions(df.repartition(4, "label")) == 4  # a given number: Spark keeps it
+        assert fixed_partitions(df.repartition("label")) is None  # Spark may merge the shuffle's partitions
+        spark.conf.set("spark.sql.adaptive.enabled", "false")
         try:
-            assert fixed_partitions(df.repartition(4)) == 4
+            assert fixed_partitions(df.repartition("label")) == int(spark.conf.get("spark.sql.shuffle.partitions"))
         finally:
             spark.conf.unset("spark.sql.adaptive.enabled")
         assert TrainingData(df, num_partitions=2, checks_in_stage=True).checks_in_stage
         assert TrainingData(cached, num_partitions=2, checks_in_stage=True).checks_in_stage
         one_task = TrainingData(df, num_partitions=1, checks_in_stage=True)
         assert one_task.checks_in_stage and partition_sizes(one_task.frame) == [len(y)]
-        assert not TrainingData(df.repartition(4), num_partitions=2, checks_in_stage=True).checks_in_stage
+        by_label = TrainingData(df.repartition("label"), num_partitions=2, checks_in_stage=True)
+        assert by_label.checks_in_stage and sum(partition_sizes(by_label.frame)) == len(y)
+        assert fixed_partitions(by_label.frame) == 2
         assert not TrainingData(df, num_partitions=2).checks_in_stage  # the caller judges no tasks' checks
     finally:
         cached.unpersist()

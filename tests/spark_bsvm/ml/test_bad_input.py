@@ -1,7 +1,7 @@
 """The bad-input matrix of the Spark estimators: each case is refused with its one-line message by the checks'
-aggregations, before the training stage starts (no training task, so no task retries), or, where the frame's
-plan fixes its partitions (dealt into the tasks' first where they are not as many), by the tasks' own checks of
-their rows, judged before any round.
+aggregations where the executors coordinate the fit, before the training stage starts (no training task, so no
+task retries), or, where the driver does, by the tasks' own checks of their rows (dealt into the tasks'
+partitions first where the frame's plan does not fix as many), judged before any round.
 
 Bad params (every range-checked one) are in ``test_params.BAD``, with the check that no Spark job starts;
 the in-process API's matrix is in ``tests/core/test_engine.py``."""
@@ -89,7 +89,7 @@ def _refused(estimator, df, message, caplog, by_tasks=False):
                          ids=[case[0] for case in MATRIX])
 def test_bad_data_is_refused_with_one_line_before_training(spark, schema, rows, params, message, caplog):
     df = spark.createDataFrame(rows, schema).repartition(2)
-    _refused(CSVC(gamma=1.0, numPartitions=2, **params), df, message, caplog)
+    _refused(CSVC(gamma=1.0, numPartitions=2, coordinatorMode="executor", **params), df, message, caplog)
 
 
 @pytest.mark.parametrize("schema, rows, params, message", [case[1:] for case in MATRIX],
