@@ -89,7 +89,7 @@ def test_even_input_is_read_as_it_is_and_tiny_input_still_fills_every_task(spark
     assert partition_sizes(TrainingData(tiny).frame) == [1, 1]
 
 
-def test_the_tasks_check_their_rows_where_the_plan_fixes_their_partitions(spark, rings):
+def test_the_rows_are_dealt_before_the_tasks_check_them_unless_the_plan_fixes_the_tasks_partitions(spark, rings):
     """``fixed_partitions``: a cached frame's partitions, an RDD's, an adaptive plan's shuffle into a given number
     (and a coalesce's above it), none for one whose partitions Spark may merge as it runs; ``TrainingData``
     leaves the checks to the tasks, the rows dealt into the tasks' partitions first where the plan does not fix
