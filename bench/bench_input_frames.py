@@ -10,16 +10,17 @@ partitions as Spark's file scan makes.  Here one budget-L1 fit (ijcnn1, budget 5
     2 files         two Parquet files through a VectorAssembler, uncached: 2 partitions, the tasks' count
     8 files         eight Parquet files, the same, read with Spark's file split at 1 MiB (as data of many
                     splits is): 8 partitions, which the fit deals into the tasks' 2 (a shuffle)
+    1 file          one Parquet file of one row group, the same: Spark splits it into 2 partitions, one of
+                    them empty, which the tasks' checks find (the stage starts again over the rows dealt)
     2 files, shuffled
                     the 2 files' frame after the user's own ``repartition(2)``: 2 partitions, which Spark's
                     adaptive execution keeps (a given number)
     2 files, by label
                     the same after ``repartition("label")``: partitions that Spark's adaptive execution
                     makes as it runs (it merges the shuffle's small ones), which the fit deals into the tasks'
-    1 file          one Parquet file of one row group, the same: Spark splits it into 2 partitions, one of
-                    them empty, which the tasks' checks find (the stage starts again over the rows dealt)
+                    2
 
-Printed per frame: the scan's partitions, the engine's start (to the tasks connected with their blocks),
+Printed per frame: its partitions, the engine's start (to the tasks connected with their blocks),
 the whole fit, the CPU seconds of the process tree (Spark's JVM, its Python workers, this process), the
 seconds of the data's checks run as a Spark job of their own (``stage._checked_frame``; none where the
 tasks check their rows), the training stages started, and the Spark fit over the local one (LocalEngine,
