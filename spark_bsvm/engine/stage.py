@@ -68,9 +68,10 @@ def run_barrier_stage(frame, make_task, max_row_bytes, schema=OUTPUT_SCHEMA):
       a barrier RDD (``input_schema``: their Arrow schema, serialized; the tasks' output rows come back as
       dicts).  The stage has no SQL plan of its own to analyse and plan, and its job no SQL execution around
       it: a bare stage that reads ijcnn1's rows from a cached frame took 150 ms against 227 ms with
-      ``mapInArrow`` (``bench/README.md``).  The plan read is ``plannable(frame)``'s (a cached frame's own,
-      planned once per DataFrame object: ``fixed_partitions`` may have planned it already).  The tasks run in
-      the Python workers of the session's SQL Python jobs (``session.sql_python_workers``).
+      ``mapInArrow`` (``bench/README.md``).  The plan read is ``plannable(frame)``'s (a cached frame's or a
+      frame of the library's own, planned once per DataFrame object: ``fixed_partitions`` may have planned
+      it already).  The tasks run in the Python workers of the session's SQL Python jobs
+      (``session.sql_python_workers``).
     - Otherwise (Spark Connect, which has no RDDs; rows of unknown or large size, which only Spark's sizing of
       the batches by their bytes keeps bounded; columns pyspark cannot describe in Arrow, ``_arrow_schema``):
       ``mapInArrow(..., barrier=True)`` with ``input_schema`` None, its output rows as Arrow batches of
@@ -381,21 +382,18 @@ def _owned(df):
 
 
 def fixed_partitions(df):
-    """The partitions that ``df``'s plan fixes before it runs (classic sessions), or None where they
-    may change as it runs or cannot be known without a job (Spark Connect).  An adaptive plan may merge or
-    split its shuffles' partitions as it runs, but not those of a shuffle into a given number of partitions
+    """The partitions that the plan of ``df`` (a classic session's DataFrame: its plan is in this process)
+    fixes before it runs, or None where they may change as it runs.  An adaptive plan may merge or split its
+    shuffles' partitions as it runs, but not those of a shuffle into a given number of partitions
     (``repartition(n)``, Spark's ``REPARTITION_BY_NUM``); one without a shuffle of its own (a cached frame's,
     whose cached plan had one) reads its input's partitions as they are.  No job runs for the count (beyond
     what filling a cached frame's cache runs, which the stage would)."""
-    if is_connect(df.sparkSession):
-        return None
     execution = plannable(df)._jdf.queryExecution()  # planned once per DataFrame object: 0.2 ms after the first
     plan = execution.executedPlan()
-    if plan.getClass().getSimpleName() != "AdaptiveSparkPlanExec":
+    adaptive = plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec"
+    shuffle = _top_shuffle(plan.inputPlan()) if adaptive else _NO_SHUFFLE
+    if shuffle is _NO_SHUFFLE:  # no adaptive stage to run first, so no job for the count
         return execution.toRdd().getNumPartitions()
-    shuffle = _top_shuffle(plan.inputPlan())
-    if shuffle is _NO_SHUFFLE:
-        return execution.toRdd().getNumPartitions()  # no stage to run first, so no job
     if shuffle is not None and shuffle.shuffleOrigin().toString() == "REPARTITION_BY_NUM":
         # the input plan's own count: a coalesce above the shuffle, say, changes it
         return plan.inputPlan().outputPartitioning().numPartitions()
