@@ -1,5 +1,8 @@
 """The kernel-expansion model: decision function, labels, pruning, save/load."""
 
+import io
+import json
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -51,6 +54,53 @@ def test_save_load_round_trip(tmp_path, sparse, classes):
     assert back.classes == list(classes) and back.kernel == model.kernel
     assert back.metadata == model.metadata and np.array_equal(back.support_ids, model.support_ids)
     assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
+
+
+def _recorded_path(n=300):
+    """Metadata as a fit records it: long lists of each kind, short and mixed lists, nesting."""
+    rng = np.random.default_rng(4)
+    return {"method": "test", "steps": rng.integers(0, 10**6, n).tolist(),
+            "path": {"coef": rng.standard_normal(n * (n + 1) // 2).tolist(), "retrained": [True, False] * (n // 2),
+                     "size": list(range(1, n + 1)), "short": [0.5, 1.5], "mixed": [1, 2.5] * 10,
+                     "huge": [2**70] * 20, "nested": [[0.25] * 20, {"x": [7] * 20}]}}
+
+
+def test_save_load_keeps_a_recorded_path_in_arrays():
+    model = _model()
+    model.metadata = _recorded_path()
+    payload = model.to_bytes()
+    back = KernelExpansion.from_bytes(payload)
+    assert back.metadata == model.metadata
+    assert [type(v) for v in back.metadata["path"]["retrained"][:2]] == [bool, bool]
+    assert type(back.metadata["path"]["size"][0]) is int and type(back.metadata["path"]["coef"][0]) is float
+    # 45,150 floats, 300 ints twice and 300 bools: ~8 bytes a number, where the JSON header took ~76
+    assert len(payload) < 8 * 45_150 + 2 * 8 * 300 + 300 + 20_000
+    with np.load(io.BytesIO(payload)) as archive:
+        assert archive["header"].nbytes < 10_000
+
+
+def test_reads_format_1():
+    """A model saved before the metadata's arrays (format 1: all of it in the JSON header) loads as it was."""
+    model = _model(sparse=True)
+    model.metadata = _recorded_path(40)
+    header = {"format_version": 1, "bias": model.bias, "kernel": model.kernel.to_dict(), "classes": model.classes,
+              "n_features": model.n_features, "metadata": model.metadata, "sparse": True}
+    sv = model.support_vectors
+    buf = io.BytesIO()
+    np.savez(buf, header=np.array(json.dumps(header)), coef=model.coef, support_ids=model.support_ids,
+             sv_data=sv.data, sv_indices=sv.indices, sv_indptr=sv.indptr)
+    back = KernelExpansion.from_bytes(buf.getvalue())
+    X = np.random.default_rng(5).standard_normal((30, 5))
+    assert np.array_equal(back.decision_function(X), model.decision_function(X))
+    assert back.metadata == model.metadata and back.classes == model.classes
+
+
+def test_refuses_a_newer_format():
+    buf = io.BytesIO()
+    np.savez(buf, header=np.array(json.dumps({"format_version": 99})))
+    with pytest.raises(ValueError, match=r"unsupported model format version 99: this spark-bsvm reads versions "
+                                         r"\(1, 2\)"):
+        KernelExpansion.from_bytes(buf.getvalue())
 
 
 def test_pruned_keeps_the_largest_coefficients():
