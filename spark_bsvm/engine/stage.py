@@ -272,11 +272,10 @@ class TrainingData:
                 self._shared = (shared_results, key, df)
             partitions = fixed_partitions(prepared)
             if partitions != tasks:  # the checks' counts would (all but always) only confirm the need
-                if shared_results is None:
-                    prepared = dealt_again(prepared, None, tasks)
-                else:  # one frame, so one shuffle, for the fits of the fitMultiple call (each checks its rows)
-                    deal = functools.partial(dealt_again, prepared, None, tasks)
-                    prepared = shared_results.once(("dealt",) + key[1:], lambda: (df, deal()))[1]
+                deal = functools.partial(dealt_again, prepared, None, tasks)
+                # one frame, so one shuffle, for the fits of a fitMultiple call (each checks its rows)
+                prepared = deal() if shared_results is None else \
+                    shared_results.once(("dealt",) + key[1:], lambda: (df, deal()))[1]
                 has = ("partitions that an adaptive shuffle makes as it runs" if partitions is None
                        else f"{partitions} partitions")
                 self.progress.info("%s: the input has %s; its rows are dealt into %d", description, has, tasks)
