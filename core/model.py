@@ -95,8 +95,8 @@ class KernelExpansion:
         / 2 of them, the slant sparsifier's steps) are stored as arrays of their own and named in the header
         (``_metadata_arrays``): in the JSON header they took ~19 characters a float, stored as 4-byte
         characters, ~76 bytes against 8.  An SpSVM-2 model of 1,000 basis functions (covtype-15k): 41.7 MB in
-        format 1, 4.5 MB now; ``to_bytes`` 358-424 ms against 26-28 ms, ``from_bytes`` 279-334 ms against
-        17-19 ms (``bench/README.md``, other measurements)."""
+        format 1, 4.5 MB now; ``to_bytes`` 316-317 ms against 25-26 ms, ``from_bytes`` 246-248 ms against
+        15 ms (``bench/bench_model_io.py``, alternating with the code before)."""
         arrays = {}
         header = {"format_version": FORMAT_VERSION, "bias": self.bias, "kernel": self.kernel.to_dict(),
                   "classes": _plain(self.classes), "n_features": self.n_features,
