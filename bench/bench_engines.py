@@ -269,11 +269,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated names of " + ", ".join(CASES))
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting of the session, besides the bench's own (repeatable)")
     args = parser.parse_args()
     names = [n for n in args.cases.split(",") if n]
     unknown = sorted(set(names) - set(CASES))
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {sorted(CASES)}")
+    if any("=" not in setting for setting in args.conf):
+        parser.error("--conf takes KEY=VALUE, as spark-submit's --conf")
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -282,10 +286,14 @@ def main():
 
     from spark_bsvm.engine import SparkEngine, stage
 
-    spark = (SparkSession.builder.master(f"local[{PARTITIONS}]").appName("bench_engines")
-             .config("spark.driver.memory", "8g").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "65536").getOrCreate())
+    builder = (SparkSession.builder.master(f"local[{PARTITIONS}]").appName("bench_engines")
+               .config("spark.driver.memory", "8g").config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "65536"))
+    for setting in args.conf:
+        key, _, value = setting.partition("=")
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     session = time.perf_counter() - start
     print(f"Spark session started in {session:.1f} s")

@@ -178,7 +178,6 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
 
 
 _NO_ROWS = np.zeros(0, np.int64)  # ``_tiles``' output rows of a block that is not transposed
-_NO_BLOCK = {np.float64: np.zeros((0, 0)), np.float32: np.zeros((0, 0), np.float32)}  # ``_tiles``' stand-ins
 
 
 def _fill(K, out_rows, out_start, X, Z, args, symmetric, transposed, precision):
@@ -200,11 +199,9 @@ def _fill(K, out_rows, out_start, X, Z, args, symmetric, transposed, precision):
 
 
 def _typed_views(K):
-    """(K, an empty float32 stand-in) for a float64 K, (an empty float64 stand-in, K) for a float32 one: ``_tiles``'
-    views of K of each dtype, through which numba compiles a GEMM that writes into K for either."""
-    if K.dtype == np.float64:
-        return K, _NO_BLOCK[np.float32]
-    return _NO_BLOCK[np.float64], K
+    """(K, None) for a float64 K, (None, K) for a float32 one: ``_tiles``' K64 and K32, for the GEMM of a dense tile
+    of whole rows, which writes into the one that is K (numba prunes the other's branch as it compiles)."""
+    return (K, None) if K.dtype == np.float64 else (None, K)
 
 
 def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="float64"):
@@ -271,14 +268,15 @@ def _column_tiles(Z, cols, precision):
     transposed Z[jlo:jhi].T for tiles of 6-128 rows (p = 22, 54, 300 features, w = 2-256 columns), and a
     CSR row's entries read contiguous rows of it.
 
-    Returns the tiles and, for ``precision="float32"``, the same tiles in float32 (else an empty float32
-    array: the tile loops then take the dot products in float64)."""
+    Returns the tiles and, for ``precision="float32"``, the same tiles in float32, else None: the tile loops then
+    take the dot products in float64.  numba compiles the loops once for each (a None argument is a type of its
+    own) and prunes the branches that test it, so that float64 kernels compile no float32 code (``_tiles``)."""
     m, p = Z.shape
     flat = np.empty(m * p)
     for jlo in range(0, m, cols):
         jhi = min(jlo + cols, m)
         flat[p * jlo:p * jhi].reshape(p, jhi - jlo)[:] = Z[jlo:jhi].T
-    return flat, flat.astype(np.float32) if precision == "float32" else np.empty(0, np.float32)
+    return flat, flat.astype(np.float32) if precision == "float32" else None
 
 
 def _tile_inputs(X, precision):
@@ -390,39 +388,55 @@ def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, r
            out_rows, out_start, workers, K, K64, K32):
     """Fill K tile by tile on ``workers`` threads, X dense (``csr`` holding empty arrays) or ``csr`` = (data,
     indices, indptr, data32) of a CSR X (X an empty stand-in of the same width; ``_tile_inputs``);
-    ``Z_tiles`` and ``Z_tiles32`` from ``_column_tiles``; ``K64``, ``K32``: K as the one of its dtype, the other
-    an empty stand-in (``_typed_views``), for the GEMM of a dense tile of whole rows, which writes into K.
-    A dense tile's dot products come from one GEMM.  ``symmetric`` (Z is X, square tiles): the tiles above
-    the diagonal also fill their mirror.  ``transposed``: K holds K(Z, X), each tile put in transposed, the
-    values of z_j in ``K[out_rows[j], out_start:out_start + n]``."""
-    n, m = x_sq.shape[0], z_sq.shape[0]
-    p = X.shape[1]
-    indptr = csr[2]
-    n_col_tiles = (m + cols - 1) // cols
-    n_tiles = ((n + rows - 1) // rows) * n_col_tiles
+    ``Z_tiles`` and ``Z_tiles32`` (None: float64 dot products) from ``_column_tiles``; ``K64``, ``K32``: K as the
+    one of its dtype, the other None (``_typed_views``), for the GEMM of a dense tile of whole rows, which
+    writes into K.  A dense tile's dot products come from one GEMM.  ``symmetric`` (Z is X, square tiles): the
+    tiles above the diagonal also fill their mirror.  ``transposed``: K holds K(Z, X), each tile put in
+    transposed, the values of z_j in ``K[out_rows[j], out_start:out_start + n]``.
+
+    A tile is ``_fill_tile``'s: the loop of the threads holds nothing else, so that numba compiles a tile's work
+    once for the pooled loops and their serial twin, not again inside the pool's outlined loop, and compiles
+    only the branches a call can take (the tests of None).  A dense float64 block's first calls on a fresh
+    checkout compiled for 13.2 s (serial) and 6.2 s (pooled), against 25.4 s and 11.1 s when the pool's loop held
+    every branch of a tile inline (``bench/README.md``)."""
+    n_col_tiles = (z_sq.shape[0] + cols - 1) // cols
+    n_tiles = ((x_sq.shape[0] + rows - 1) // rows) * n_col_tiles
     next_tile = np.zeros(1, dtype=np.int64)
     for _ in numba.prange(workers):  # each thread takes the next free tile until none is left
         t = fetch_add(next_tile, 1)
         while t < n_tiles:
-            lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
-            hi, jhi = min(lo + rows, n), min(jlo + cols, m)
-            Zj, Zj32 = _z_tile(Z_tiles, p, jlo, jhi), _z_tile(Z_tiles32, p, jlo, jhi)
-            whole_rows = n_col_tiles == 1 and not indptr.shape[0] and not transposed and hi - lo > 1
-            if whole_rows and K64.size:
-                np.dot(X[lo:hi], Zj, K64[lo:hi])  # whole rows: the GEMM writes into K
-                finish_tile(code, K64[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
-            elif whole_rows and K32.size and code == RBF:
-                np.dot(X[lo:hi].astype(np.float32), Zj32, K32[lo:hi])  # the same, in float32
-                _rbf_values32(K32[lo:hi], x_sq[lo:hi], z_sq, gamma)
-            elif not symmetric or jlo >= lo:  # below the diagonal, a symmetric K is the mirror
-                if Zj32.size and code == RBF:  # float32 values
-                    values = _rbf_tile32(X, csr, lo, hi, Zj32, x_sq[lo:hi], z_sq[jlo:jhi], gamma)
-                    _put_tile(values, K, lo, jlo, symmetric, transposed, out_rows, out_start)
-                else:
-                    values = _tile_values(X, csr, lo, hi, Zj, Zj32, code, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0,
-                                          degree)
-                    _put_tile(values, K, lo, jlo, symmetric, transposed, out_rows, out_start)
+            _fill_tile(t, n_col_tiles, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols,
+                       symmetric, transposed, out_rows, out_start, K, K64, K32)
             t = fetch_add(next_tile, 1)
+
+
+@numba.njit(**NJIT)
+def _fill_tile(t, n_col_tiles, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols,
+               symmetric, transposed, out_rows, out_start, K, K64, K32):
+    """Tile t of ``_tiles``' K (row tile t // ``n_col_tiles``, column tile t % ``n_col_tiles``; its arguments)."""
+    n, m = x_sq.shape[0], z_sq.shape[0]
+    p = X.shape[1]
+    lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
+    hi, jhi = min(lo + rows, n), min(jlo + cols, m)
+    Zj = _z_tile(Z_tiles, p, jlo, jhi)
+    whole_rows = n_col_tiles == 1 and not csr[2].shape[0] and not transposed and hi - lo > 1
+    if whole_rows and K64 is not None:
+        np.dot(X[lo:hi], Zj, K64[lo:hi])  # whole rows: the GEMM writes into K
+        finish_tile(code, K64[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
+    elif whole_rows and K32 is not None and code == RBF:
+        np.dot(X[lo:hi].astype(np.float32), _z_tile(Z_tiles32, p, jlo, jhi), K32[lo:hi])  # the same, in float32
+        _rbf_values32(K32[lo:hi], x_sq[lo:hi], z_sq, gamma)
+    elif not symmetric or jlo >= lo:  # below the diagonal, a symmetric K is the mirror
+        if Z_tiles32 is None:
+            values = _tile_values(X, csr, lo, hi, Zj, code, x_sq[lo:hi], z_sq[jlo:jhi], gamma, coef0, degree)
+            _put_tile(values, K, lo, jlo, symmetric, transposed, out_rows, out_start)
+        elif code == RBF:  # float32 values
+            values32 = _rbf_tile32(X, csr, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), x_sq[lo:hi], z_sq[jlo:jhi], gamma)
+            _put_tile(values32, K, lo, jlo, symmetric, transposed, out_rows, out_start)
+        else:
+            values = _tile_values32(X, csr, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), code, x_sq[lo:hi], z_sq[jlo:jhi],
+                                    gamma, coef0, degree)
+            _put_tile(values, K, lo, jlo, symmetric, transposed, out_rows, out_start)
 
 
 @numba.njit(**NJIT)
@@ -449,27 +463,27 @@ def _put_transposed(tile, K, rows, start):
 
 @numba.njit(**NJIT)
 def _z_tile(Z_tiles, p, jlo, jhi):
-    """Column tile jlo..jhi-1 of ``_column_tiles``: rows jlo..jhi-1 of Z transposed, (p, jhi - jlo), C-contiguous
-    (an empty (0, 0) array from the empty stand-in of float32 tiles, told by its size: with p = 0 features
-    the tiles themselves are empty, and tile jlo..jhi-1 is then a (0, w) array)."""
-    if Z_tiles.shape[0] < p * jhi:
-        return Z_tiles.reshape((0, 0))
+    """Column tile jlo..jhi-1 of ``_column_tiles``: rows jlo..jhi-1 of Z transposed, (p, jhi - jlo), C-contiguous."""
     return Z_tiles[p * jlo:p * jhi].reshape((p, jhi - jlo))
 
 
 @numba.njit(**NJIT)
-def _tile_values(X, csr, lo, hi, Zj, Zj32, code, x_sq, z_sq, gamma, coef0, degree):
+def _tile_values(X, csr, lo, hi, Zj, code, x_sq, z_sq, gamma, coef0, degree):
     """The kernel values of rows lo..hi-1 of X (dense, or CSR as ``csr`` holds it) with the columns of the tile
-    Zj, a new float64 (hi - lo, w) tile (``x_sq``, ``z_sq``: the norms of those rows and columns), finished in
-    float64; the dot products float32 sums when ``Zj32`` (Zj in float32) is not empty (for rbf in float32 the
-    tile loops take ``_rbf_tile32``, or ``_rbf_values32`` on a dense block's tile of whole rows, instead)."""
-    data, indices, indptr, data32 = csr
-    if not indptr.shape[0]:
-        dots = _dense_dots32(X, lo, hi, Zj32).astype(np.float64) if Zj32.size else _dense_dots(X, lo, hi, Zj)
-    elif Zj32.size:
-        dots = _csr_dots(data32, indices, indptr, Zj32, lo, hi).astype(np.float64)
-    else:
-        dots = _csr_dots(data, indices, indptr, Zj, lo, hi)
+    Zj, a new float64 (hi - lo, w) tile (``x_sq``, ``z_sq``: the norms of those rows and columns): float64 dot
+    products, finished in float64."""
+    data, indices, indptr, _ = csr
+    dots = _csr_dots(data, indices, indptr, Zj, lo, hi) if indptr.shape[0] else _dense_dots(X, lo, hi, Zj)
+    finish_tile(code, dots, x_sq, z_sq, gamma, coef0, degree)
+    return dots
+
+
+@numba.njit(**NJIT)
+def _tile_values32(X, csr, lo, hi, Zj32, code, x_sq, z_sq, gamma, coef0, degree):
+    """``_tile_values`` from float32 dot products with the float32 tile Zj32 (``_tile_dots32``), finished in float64:
+    linear and poly values in float32 (rbf takes ``_rbf_tile32``, or ``_rbf_values32`` on a dense block's tile of
+    whole rows)."""
+    dots = _tile_dots32(X, csr, lo, hi, Zj32).astype(np.float64)
     finish_tile(code, dots, x_sq, z_sq, gamma, coef0, degree)
     return dots
 
@@ -479,13 +493,19 @@ def _rbf_tile32(X, csr, lo, hi, Zj32, x_sq, z_sq, gamma):
     """rbf values of rows lo..hi-1 of X (dense, or CSR as ``csr`` holds it) with the columns of the float32 tile
     Zj32, a new float32 (hi - lo, w) tile: float32 dot products, -gamma ||x - z||^2 from them and the float64
     norms (``_rbf_exponents``, rounded to float32 as it stores them), and float32 exp (``_exp32``)."""
-    data, indices, indptr, data32 = csr
-    if indptr.shape[0]:
-        values = _csr_dots(data32, indices, indptr, Zj32, lo, hi)
-    else:
-        values = _dense_dots32(X, lo, hi, Zj32)
+    values = _tile_dots32(X, csr, lo, hi, Zj32)
     _rbf_values32(values, x_sq, z_sq, gamma)
     return values
+
+
+@numba.njit(**NJIT)
+def _tile_dots32(X, csr, lo, hi, Zj32):
+    """The float32 dot products of rows lo..hi-1 of X (dense, or CSR as ``csr`` holds it, its float32 entries) with
+    the columns of the float32 tile Zj32, a new float32 (hi - lo, w) tile."""
+    _, indices, indptr, data32 = csr
+    if indptr.shape[0]:
+        return _csr_dots(data32, indices, indptr, Zj32, lo, hi)
+    return _dense_dots32(X, lo, hi, Zj32)
 
 
 @numba.njit(**NJIT)
@@ -559,25 +579,35 @@ def _csr_dots(data, indices, indptr, Zj, lo, hi):
 def _tiles_times(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, workers, out):
     """out += K(X, Z) @ coef, a row tile at a time (its column tiles in turn) on each of ``workers`` threads.
     Either X is dense and ``csr`` holds empty arrays, or ``csr`` = (data, indices, indptr, data32) of a CSR X
-    (X then an empty stand-in of the same width); ``Z_tiles`` and ``Z_tiles32`` from ``_column_tiles``."""
-    n, m = out.shape[0], coef.shape[0]
-    p = X.shape[1]
-    n_tiles = (n + rows - 1) // rows
+    (X then an empty stand-in of the same width); ``Z_tiles`` and ``Z_tiles32`` (None: float64 dot products) from
+    ``_column_tiles``."""
+    n_tiles = (out.shape[0] + rows - 1) // rows
     next_tile = np.zeros(1, dtype=np.int64)
     for _ in numba.prange(workers):  # each thread takes the next free tile until none is left
         t = fetch_add(next_tile, 1)
-        while t < n_tiles:
-            lo, hi = t * rows, min(t * rows + rows, n)
-            for jlo in range(0, m, cols):
-                jhi = min(jlo + cols, m)
-                Zj, Zj32 = _z_tile(Z_tiles, p, jlo, jhi), _z_tile(Z_tiles32, p, jlo, jhi)
-                if Zj32.size and code == RBF:  # float32 values, summed in float64 with no widened copy
-                    _add_tile_times(_rbf_tile32(X, csr, lo, hi, Zj32, x_sq[lo:hi], z_sq[jlo:jhi], gamma),
-                                    coef[jlo:jhi], out[lo:hi])
-                else:
-                    _add_tile_times(_tile_values(X, csr, lo, hi, Zj, Zj32, code, x_sq[lo:hi], z_sq[jlo:jhi], gamma,
-                                                 coef0, degree), coef[jlo:jhi], out[lo:hi])
+        while t < n_tiles:  # a row tile's work compiled once, as ``_tiles``' (``_fill_tile``)
+            _add_row_tile_times(t, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols,
+                                coef, out)
             t = fetch_add(next_tile, 1)
+
+
+@numba.njit(**NJIT)
+def _add_row_tile_times(t, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, out):
+    """Row tile t of ``_tiles_times``' out (its arguments): its column tiles' products in turn."""
+    n, m = out.shape[0], coef.shape[0]
+    p = X.shape[1]
+    lo, hi = t * rows, min(t * rows + rows, n)
+    for jlo in range(0, m, cols):
+        jhi = min(jlo + cols, m)
+        if Z_tiles32 is None:
+            _add_tile_times(_tile_values(X, csr, lo, hi, _z_tile(Z_tiles, p, jlo, jhi), code, x_sq[lo:hi],
+                                         z_sq[jlo:jhi], gamma, coef0, degree), coef[jlo:jhi], out[lo:hi])
+        elif code == RBF:  # float32 values, summed in float64 with no widened copy
+            _add_tile_times(_rbf_tile32(X, csr, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), x_sq[lo:hi], z_sq[jlo:jhi],
+                                        gamma), coef[jlo:jhi], out[lo:hi])
+        else:
+            _add_tile_times(_tile_values32(X, csr, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), code, x_sq[lo:hi],
+                                           z_sq[jlo:jhi], gamma, coef0, degree), coef[jlo:jhi], out[lo:hi])
 
 
 @numba.njit(**NJIT_SUMS)
