@@ -7,16 +7,21 @@ machine code), the second is the steady state.  The package is imported in three
     tree      this checkout, as ``pip install -e .`` leaves it (numba caches beside the sources)
     readonly  a copy of ``core/`` whose files and folders are read-only, as in a system site-packages
     zip       ``core/`` in a zip file on ``sys.path``, as ``spark-submit --py-files`` ships it
+    empty     the read-only copy with ``NUMBA_CACHE_DIR`` at a new, empty folder: a machine that never ran
+              this ``core`` (a new node, a container or an executor whose cache folder starts empty, an
+              upgrade of the package), whose first process compiles everything the fits call
 
 Each mode runs twice: the first process of a mode may compile (its cache is new), the second shows
 what every later process, and every Spark executor on the machine, pays.  The read-only copy and the
 zip are made anew, in a new folder, for each process: Spark unpacks ``--py-files`` under a new
 ``spark-<uuid>`` folder for every application.  ``NUMBA_CACHE_DIR`` is
-left unset, so the package's own choice of cache directory is what is measured.
+left unset but in ``empty`` (the same new folder for both of its processes), so the package's own
+choice of cache directory is what is measured.
 
-    python -m bench.bench_cold_start
+    python -m bench.bench_cold_start [--modes tree,readonly,zip,empty]
 """
 
+import argparse
 import json
 import os
 import shutil
@@ -86,9 +91,11 @@ def _zipped(folder):
     return str(archive)
 
 
-def _run(path_entry):
+def _run(path_entry, cache_dir=None):
     env = dict(os.environ, BSVM_DATA_DIR=str(DATA_DIR))  # core's copy elsewhere finds no ../shared/data
     env.pop("NUMBA_CACHE_DIR", None)
+    if cache_dir is not None:
+        env["NUMBA_CACHE_DIR"] = str(cache_dir)
     # bench/ from this checkout, core/ from path_entry (first on the path)
     env["PYTHONPATH"] = os.pathsep.join([path_entry, str(ROOT)])
     done = subprocess.run([sys.executable, "-c", "from bench.bench_cold_start import _child; _child()"],
@@ -98,16 +105,25 @@ def _run(path_entry):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+MODES = {"tree": lambda place: str(ROOT), "readonly": _readonly_copy, "zip": _zipped, "empty": _readonly_copy}
+
+
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, of " + ", ".join(MODES))
+    args = parser.parse_args()
+    modes = [mode for mode in args.modes.split(",") if mode]
+    if set(modes) - set(MODES):
+        parser.error(f"unknown modes {sorted(set(modes) - set(MODES))}; known: {list(MODES)}")
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores\n")
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        modes = {"tree": lambda place: str(ROOT), "readonly": _readonly_copy, "zip": _zipped}
-        for mode, make in modes.items():
+        for mode in modes:
+            cache_dir = Path(folder, "numba-cache") if mode == "empty" else None
             for process in (1, 2):
                 place = Path(folder, f"{mode}-{process}")
                 place.mkdir()
-                result = _run(str(make(place)))
+                result = _run(str(MODES[mode](place)), cache_dir)
                 if "error" in result:
                     rows.append([mode, process, "-", "-", "-", "-", result["error"][:60]])
                     continue
