@@ -2,7 +2,7 @@
 
 Each row is one fresh process that fits all six methods on Ripley's 250 training rows (``LocalEngine``)
 twice; the first round of fits pays what a new process pays (imports, loading or compiling numba's
-machine code), the second is the steady state.  The package is imported in three ways:
+machine code), the second is the steady state.  The package is imported in four ways:
 
     tree      this checkout, as ``pip install -e .`` leaves it (numba caches beside the sources)
     readonly  a copy of ``core/`` whose files and folders are read-only, as in a system site-packages

@@ -52,7 +52,7 @@ lambda = 1/32, gamma = 0.5), the slant sparsifier of the C-SVC (to 300 support v
 (B = 200, lambda = 1e-5, gamma = 1) on ijcnn1's 49,990 training rows; budget-L1 and SpSVM-2 (d = 200)
 on the generated Forest-shaped 522,910 x 54 set.
 
-    python -m bench.bench_engines [--cases csvc-ijcnn1,spsvm-forest] [--repeats 1]
+    python -m bench.bench_engines [--cases csvc-ijcnn1,spsvm-forest] [--repeats 1] [--conf KEY=VALUE ...]
 """
 
 import argparse
