@@ -416,9 +416,43 @@ print(json.dumps({name: {"hits": len(f.stats.cache_hits), "misses": len(f.stats.
 
     def run(rows):
         done = subprocess.run([sys.executable, "-c", script, str(rows)], cwd=tmp_path, capture_output=True,
-                              text=True, check=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+                              text=True, check=True,
+                              env={**os.environ, "PYTHONPATH": str(tmp_path), "NUMBA_NUM_THREADS": "2"})
         return json.loads(done.stdout.strip().splitlines()[-1])
 
     assert run(300)["serial"] == {"hits": 0, "misses": 1}  # compiled and cached
     assert run(20_000)["pooled"] == {"hits": 0, "misses": 1}  # compiled for the pool, not loaded from the twin's
     assert run(20_000)["pooled"] == {"hits": 1, "misses": 0}  # and cached under its own name
+
+
+def test_a_pool_of_one_thread_is_never_launched(monkeypatch):
+    """With one thread in numba's pool (a Spark task of one core) a block large enough for the pool takes the
+    serial loops, which compute the same tiles in the same order: the same values to the bit as the pool's."""
+    import numba
+
+    import core.kernels as kernels
+
+    rng = np.random.default_rng(3)
+    X, coef = rng.random((20_000, 54)), rng.standard_normal(200)
+    spec = KernelSpec("rbf", gamma=0.5)
+    calls = []
+    for name in ("_tiles", "_tiles_times"):
+        loops = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *args, _loops=loops, _name=name: (calls.append(_name),
+                                                                                     _loops(*args))[1])
+
+    def blocks():
+        return kernel_block(X, X[:200], spec), kernel_times(X, X[:200], spec, coef)
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        pooled = blocks()
+        assert calls == ["_tiles", "_tiles_times"]
+        numba.set_num_threads(1)
+        serial = blocks()
+    finally:
+        numba.set_num_threads(previous)
+    assert calls == ["_tiles", "_tiles_times"]  # none more on one thread
+    for a, b in zip(pooled, serial):
+        np.testing.assert_array_equal(a, b)
