@@ -78,5 +78,6 @@ def main():
                   f"{read_cpu * 1e3:.1f}", f"{saved / 1e6:.2f} MB", f"{save:.3f}", f"{save_cpu:.2f}", f"{load:.3f}",
                   f"{load_cpu:.2f}"]])
 
+
 if __name__ == "__main__":
     main()
