@@ -373,7 +373,8 @@ def _remove_smallest(sv, sv_sq, beta, acc, sv_ids, born, counters, limit):
     if best < 0:
         return
     last = n - 1
-    sv[best, :] = sv[last, :]
+    for f in range(sv.shape[1]):  # a loop, not a slice assignment (``core.config``)
+        sv[best, f] = sv[last, f]
     sv_sq[best], beta[best], acc[best] = sv_sq[last], beta[last], acc[last]
     sv_ids[best], born[best] = sv_ids[last], born[last]
     counters[_N_SV] = last

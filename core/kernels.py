@@ -446,13 +446,19 @@ def _fill_tile(t, n_col_tiles, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gam
 def _put_tile(tile, K, lo, jlo, symmetric, transposed, out_rows, out_start):
     """Store the tile of K's rows lo.. and columns jlo.. (``_tiles``' K, ``out_rows`` and ``out_start``), and
     its mirror when K is ``symmetric``."""
-    hi, jhi = lo + tile.shape[0], jlo + tile.shape[1]
     if transposed:
-        _put_transposed(tile, K, out_rows[jlo:jhi], out_start + lo)
-    else:
-        K[lo:hi, jlo:jhi] = tile
+        _put_transposed(tile, K, out_rows[jlo:jlo + tile.shape[1]], out_start + lo)
+        return
+    h, w = tile.shape
+    for i in range(h):  # loops, not slice assignments (``core.config``), over views indexed from 0 (vectorised)
+        row, values = K[lo + i, jlo:jlo + w], tile[i]
+        for j in range(w):
+            row[j] = values[j]
     if symmetric and jlo > lo:
-        K[jlo:jhi, lo:hi] = tile.T
+        for j in range(w):
+            row = K[jlo + j, lo:lo + h]
+            for i in range(h):
+                row[i] = tile[i, j]
 
 
 @numba.njit(**NJIT)
@@ -527,8 +533,8 @@ def _dense_dots(X, lo, hi, Zj):
     rows share its tile (the partitioning, or the rows a partition restores at once: ``core.partition.dual``)."""
     if hi - lo == 1:
         twice = np.empty((2, X.shape[1]))
-        twice[0] = X[lo]
-        twice[1] = X[lo]
+        for f in range(X.shape[1]):  # a loop, not slice assignments (``core.config``)
+            twice[0, f] = twice[1, f] = X[lo, f]
         return np.dot(twice, Zj)[:1]
     return np.dot(X[lo:hi], Zj)
 

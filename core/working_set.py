@@ -74,7 +74,8 @@ def _move_slots(K, holes, movers, used):
     leading (used, used) block (so that K[hole, hole] ends as K[mover, mover])."""
     for k in range(holes.shape[0]):
         hole, mover = holes[k], movers[k]
-        K[hole, :used] = K[mover, :used]
+        for c in range(used):  # loops, not slice assignments (``core.config``)
+            K[hole, c] = K[mover, c]
         for r in range(used):
             K[r, hole] = K[r, mover]
 
@@ -84,8 +85,10 @@ def _fill_slots(K, slots, block):
     """Write ``block`` (len(slots), q), the kernel rows of the examples in ``slots``, into their rows and
     columns of the leading (q, q) block of K (the rows first, so that the columns win on slots x slots)."""
     q = block.shape[1]
-    for c in range(slots.shape[0]):
-        K[slots[c], :q] = block[c]
+    for c in range(slots.shape[0]):  # loops, not slice assignments (``core.config``)
+        row = K[slots[c]]
+        for r in range(q):
+            row[r] = block[c, r]
     for r in range(q):
         row = K[r]
         for c in range(slots.shape[0]):
