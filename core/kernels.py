@@ -450,7 +450,9 @@ def _put_tile(tile, K, lo, jlo, symmetric, transposed, out_rows, out_start):
         _put_transposed(tile, K, out_rows[jlo:jlo + tile.shape[1]], out_start + lo)
         return
     h, w = tile.shape
-    for i in range(h):  # loops, not slice assignments (``core.config``), over views indexed from 0 (vectorised)
+    # loops, not slice assignments (``core.config``), over views indexed from 0: K indexed at jlo + j
+    # measured up to 1.8x slower (bench/README.md, the cold start's notes)
+    for i in range(h):
         row, values = K[lo + i, jlo:jlo + w], tile[i]
         for j in range(w):
             row[j] = values[j]
