@@ -3,7 +3,8 @@
 - no two modules import each other, directly or around a longer loop (imports inside functions count);
 - ``core`` never imports pyspark (it runs without a JVM);
 - no test imports a bench script, and the library imports neither tests nor benches;
-- every partition function is in the one table the Spark engine looks names up in.
+- every partition function is in the one table the Spark engine looks names up in;
+- ``core``'s njit functions copy arrays into slices by loops (``core.config``).
 """
 
 import ast
@@ -130,3 +131,43 @@ def test_imports_flow_one_way_from_the_jobs_to_core():
     upward = sorted((name, i) for name, imports in _graph().items() for i in imports
                     if _layer(name) is not None and _layer(i) is not None and _layer(i) < _layer(name))
     assert upward == []
+
+
+def _slice_assignments(source):
+    """(function, line) of each slice assignment of anything but a number inside the njit functions of ``source``
+    (``core.config``'s rule: numba compiles such an assignment's shape-mismatch message on a machine's first fit).
+    Slices only: a whole row assigned at an integer index (``twice[0] = X[lo]``) reads like a scalar's."""
+    found = []
+    for fn in ast.walk(ast.parse(source)):
+        jitted = isinstance(fn, ast.FunctionDef) and any(
+            "njit" in ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
+            for decorator in fn.decorator_list)
+        if not jitted:
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, ast.AugAssign):
+                targets = [node.target]
+            else:
+                continue
+            if isinstance(node.value, ast.Constant):
+                continue  # a number broadcast into the slice: no shapes to compare
+            for target in targets:
+                if isinstance(target, ast.Subscript):
+                    parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+                    if any(isinstance(part, ast.Slice) for part in parts):
+                        found.append((fn.name, node.lineno))
+    return found
+
+
+def test_njit_functions_copy_into_slices_by_loops():
+    offenders = {path.relative_to(ROOT).as_posix(): found for path in (ROOT / "core").rglob("*.py")
+                 if (found := _slice_assignments(path.read_text()))}
+    assert offenders == {}
+
+
+def test_the_slice_assignment_finder_finds_one():
+    source = ("@numba.njit(**NJIT)\ndef f(K, block):\n    K[0, :3] = 0.0\n    K[1, :3] = block[0]\n"
+              "    K[2:4] += block\n\ndef g(K, block):\n    K[:3] = block\n")
+    assert _slice_assignments(source) == [("f", 4), ("f", 5)]
