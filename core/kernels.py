@@ -457,10 +457,7 @@ def _put_tile(tile, K, lo, jlo, symmetric, transposed, out_rows, out_start):
         for j in range(w):
             row[j] = values[j]
     if symmetric and jlo > lo:
-        for j in range(w):
-            row = K[jlo + j, lo:lo + h]
-            for i in range(h):
-                row[i] = tile[i, j]
+        _put_transposed(tile, K, np.arange(jlo, jlo + w), lo)
 
 
 @numba.njit(**NJIT)
