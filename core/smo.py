@@ -57,6 +57,7 @@ import numpy as np
 import numba
 
 from core.config import NJIT
+from core.lapack import least_squares
 
 _TAU = 1e-12  # LIBSVM's floor on the pair curvature q
 _TIGHT = 1e-12  # relative slack under which a sum constraint counts as active
@@ -225,8 +226,8 @@ def _newton_step(K, y, grad, alpha, upper, sum_slack, ridge):
     """One Newton step on the free variables (module doc), in place: alpha and grad (for every variable).
     Returns ``_FULL_STEP``, ``_BLOCKED`` (a bound or the budget's slack stopped it short), or ``_NO_STEP``,
     changing nothing, where it cannot help: fewer than two or more than ``_NEWTON_MAX_FREE`` free
-    variables, no feasible step, or no decrease of the objective (the least-squares solve lost to
-    rounding)."""
+    variables, no feasible step, no solution (LAPACK's SVD did not converge) or no decrease of the
+    objective (the least-squares solve lost to rounding)."""
     n = y.shape[0]
     free = np.empty(n, np.int64)
     f = 0
@@ -250,7 +251,10 @@ def _newton_step(K, y, grad, alpha, upper, sum_slack, ridge):
         if budget_active:
             kkt[a, f + 1] = kkt[f + 1, a] = 1.0  # 1^T d = 0
         rhs[a] = -grad[ka]
-    d = np.linalg.lstsq(kkt, rhs)[0][:f]
+    solution, solved = least_squares(kkt, rhs)
+    if not solved:
+        return _NO_STEP
+    d = solution[:f]
     # as far as the bounds (and the budget's slack, when it is not active) allow, up to the full step
     step, blocking = 1.0, -1  # blocking: the variable that stops the step, -1 for none or the slack
     for a in range(f):
@@ -262,7 +266,7 @@ def _newton_step(K, y, grad, alpha, upper, sum_slack, ridge):
         step, blocking = sum_slack / d.sum(), -1
     # the objective's change along the step: step G_F^T d + step^2 / 2 d^T (Q_FF + mu I) d
     curvature = d @ (np.ascontiguousarray(kkt[:f, :f]) @ d)
-    if step <= 0.0 or step * (-(rhs[:f] @ d) + 0.5 * step * curvature) >= 0.0:
+    if step <= 0.0 or not step * (-(rhs[:f] @ d) + 0.5 * step * curvature) < 0.0:  # NaN: no decrease either
         return _NO_STEP
     for a in range(f):
         ka = free[a]
