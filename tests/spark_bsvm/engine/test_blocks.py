@@ -11,6 +11,7 @@ from core.svc import fit_csvc
 from spark_bsvm.engine import SparkEngine
 from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import declared_features, groups_from_message, rows_from_arrow
+from tests.conftest import rows_frame
 
 pytestmark = pytest.mark.spark
 
@@ -129,7 +130,7 @@ def test_spark_fit_on_mixed_vectors_equals_the_local_fit(spark, nonzero):
     y = np.where(X[:, :5].sum(axis=1) + 0.3 * rng.standard_normal(300) > 0.0, 1.0, -1.0)
     rows = [(Vectors.sparse(30, np.flatnonzero(x).tolist(), x[x != 0].tolist()) if i % 7 else Vectors.dense(x),
              float(label)) for i, (x, label) in enumerate(zip(X, y))]
-    df = spark.sparkContext.parallelize(rows, 2).toDF(["features", "label"])
+    df = rows_frame(spark, rows, {"features": "vector", "label": "double"})
     kernel = KernelSpec("rbf", gamma=0.1)
     with SparkEngine(df, num_partitions=2) as engine:
         on_spark = fit_csvc(engine, C=2.0, kernel=kernel, tol=1e-6)

@@ -12,7 +12,7 @@ from core.rows import to_dense
 from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm.engine import SparkEngine, rounds, wire
-from tests.conftest import to_df
+from tests.conftest import rows_frame, to_df
 from tests.spark_bsvm.engine.test_rounds import still_open
 
 pytestmark = pytest.mark.spark
@@ -73,7 +73,7 @@ def test_rows_as_a_vector_assembler_makes_them_train_as_local_blocks_of_the_same
     X = X * (np.random.default_rng(5).random(X.shape) >= zeros)
     rows = [(Vectors.sparse(6, {j: v for j, v in enumerate(x) if v}) if i % 2 else Vectors.dense(x), float(label))
             for i, (x, label) in enumerate(zip(X, y))]
-    df = spark.sparkContext.parallelize(rows, 2).toDF(["features", "label"])
+    df = rows_frame(spark, rows, {"features": "vector", "label": "double"})
     with SparkEngine(df, num_partitions=2) as engine:
         on_spark = FITS["csvc"](engine)
     local = FITS["csvc"](LocalEngine(sp.csr_matrix(X), y, n_partitions=2))

@@ -8,7 +8,7 @@ from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.spsvm import fit_spsvm
 from spark_bsvm import BSVMModel, CSVC, BudgetSVM, ElasticBudgetSVM, L0SVM, SpSVM
-from tests.conftest import to_df
+from tests.conftest import rows_frame, to_df
 
 pytestmark = pytest.mark.spark
 
@@ -84,7 +84,7 @@ def test_sparse_mixed_and_array_rows_give_numpys_variance_and_the_same_checks(sp
         "array": [([float(v) for v in x], float(l)) for x, l in zip(X, labels)],
     }
     for name, rows in frames.items():
-        df = spark.sparkContext.parallelize(rows, 3).toDF(["features", "label"])
+        df = rows_frame(spark, rows, {"features": "array" if name == "array" else "vector", "label": "double"}, 3)
         summary = check_training_data(df, "features", "label")
         assert (summary.n_rows, summary.n_features, summary.classes) == (90, 5, [0.0, 1.0]), name
         assert summary.scale_gamma == pytest.approx(expected, rel=1e-11), name

@@ -16,6 +16,7 @@ from core.svc import fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm import BSVMModel, ElasticBudgetSVM, SlantSparsifier, SpSVM
 from spark_bsvm.engine.blocks import ColumnError
+from tests.conftest import rows_frame
 
 pytestmark = pytest.mark.spark
 KERNEL = KernelSpec("rbf", gamma=0.5)
@@ -30,7 +31,8 @@ def data(spark):
     held = np.random.default_rng(3).random(len(y)) < 0.25
     labels = np.where(y > 0, 1.0, 0.0)
     rows = [(Vectors.dense(x), float(l), bool(h), float(h)) for x, l, h in zip(X, labels, held)]
-    df = spark.sparkContext.parallelize(rows, 2).toDF(["features", "label", "held", "held_number"])
+    df = rows_frame(spark, rows, {"features": "vector", "label": "double", "held": "boolean",
+                                  "held_number": "double"})
     return X, labels, held, df
 
 
