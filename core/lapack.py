@@ -5,7 +5,7 @@ every dtype and shape, each with an error message and its string formatting.  Th
 machine's first C-SVC fit on an empty cache (``core.smo``'s Newton steps; ``bench/bench_cold_start.py``),
 every time numba compiles anew.  ``least_squares`` calls the routine numba's wrapper calls, LAPACK's dgelsd
 from scipy (minimum-norm least squares by a divide-and-conquer SVD), with the same arguments and the same
-workspace (LAPACK's own query): the same solution to the bit, compiled in well under a second.
+workspace (LAPACK's own query): the same solution to the bit, compiled in about a second.
 
 The routine is reached through a symbol registered with LLVM when this module is imported
 (``llvmlite.binding.add_symbol``), not through a function pointer baked into the machine code, so the
