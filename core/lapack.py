@@ -46,13 +46,8 @@ def least_squares(a, b):
     a and b are left alone.  Returns (x, solved): solved is False, and x meaningless, where LAPACK reports an
     SVD that did not converge or a bad argument."""
     n = a.shape[0]
-    column_major = np.empty((n, n))  # row j holds column j of a
-    for i in range(n):
-        for j in range(n):
-            column_major[j, i] = a[i, j]
-    x = np.empty(n)
-    for i in range(n):
-        x[i] = b[i]
+    column_major = a.T.copy()  # row j holds column j of a
+    x = b.copy()
     singular_values = np.empty(n)
     rcond = np.full(1, -1.0)  # < 0: machine precision, as numba's lstsq passes it
     integers = np.zeros(5, np.int32)
