@@ -34,6 +34,11 @@ alternating (Spark, local, Spark, local, ... with ``--repeats``; medians).  Prin
                 figure is the difference in the driver's own work between rounds (the same code on both
                 engines) and the noise of two fit times
     ratio       Spark fit / local fit
+    bare s      seconds of a bare barrier stage over the same cached DataFrame whose tasks only build their
+                blocks (the stages of ``blocks s``, timed whole after the case's fits: the median of
+                ``BLOCK_STAGES``): what a Spark fit's stage costs with no coordinator, checks or round
+    floor       (local fit + bare s) / local fit: the least Spark / local a fit could show on this machine even
+                if its own start, rounds and end cost nothing beyond that bare stage
     checks s    the seconds of the Spark fit's start spent on a Spark job of the data's checks
                 (``stage._checked_frame``); 0 where the training tasks check their own rows (the driver's
                 coordinator on classic sessions: every case here, since the
@@ -65,7 +70,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from bench.common import load_libsvm, print_table, recorded_calls, tree_cpu_seconds
+from bench.common import load_libsvm, print_table, recorded_calls, timed, tree_cpu_seconds
 from core.ebsvm import fit_ebsvm
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
@@ -78,7 +83,7 @@ from core.synthetic import FOREST_ROWS, make_forest_like
 PARTITIONS = 2
 BLOCK_STAGES = 3  # barrier stages that time the tasks' blocks per data set (one varied by up to 2x)
 HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "first s", "rounds", "rounds s", "end s", "fit s", "cpu s",
-          "tree cpu s", "per round ms", "skew ms", "wire ms", "work ms", "ratio", "checks s", "same"]
+          "tree cpu s", "per round ms", "skew ms", "wire ms", "work ms", "ratio", "bare s", "floor", "checks s", "same"]
 
 
 def _ijcnn1():
@@ -314,8 +319,8 @@ def main():
             _block_timings(frame, X.shape[1], dense)  # the first conversion in these workers loads pyarrow's code
             stages = [max(_block_timings(frame, X.shape[1], dense), key=lambda b: b["seconds"])
                       for _ in range(BLOCK_STAGES)]
-            loaded[data] = (X, y, frame, sorted(stages, key=lambda b: b["seconds"])[BLOCK_STAGES // 2])
-        X, y, frame, slowest = loaded[data]
+            loaded[data] = (X, y, frame, sorted(stages, key=lambda b: b["seconds"])[BLOCK_STAGES // 2], dense)
+        X, y, frame, slowest, dense = loaded[data]
         # the same rows as the tasks' blocks: CSR when they are (LocalEngine makes it dense where the tasks do)
         X_local = sp.csr_matrix(X) if slowest["sparse"] else X
         extra = make_extra(X_local, y) if make_extra else None
@@ -323,6 +328,8 @@ def main():
         for _ in range(args.repeats):
             runs["spark"].append(_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, extra, checks))
             runs["local"].append(_fit(lambda: LocalEngine(X_local, y, n_partitions=PARTITIONS), fit, extra))
+        bare_s = statistics.median(timed(lambda: _block_timings(frame, X.shape[1], dense))[1]
+                                   for _ in range(BLOCK_STAGES))
         med = {k: {q: statistics.median(r[q] for r in v)
                    for q in ("fit", "cpu", "tree_cpu", "first", "start", "later", "end", "skew", "wire", "work",
                              "checks")}
@@ -340,6 +347,8 @@ def main():
                          med["spark"]["wire"] if engine == "spark" else "-",
                          med["spark"]["work"] - med["local"]["work"] if engine == "spark" else "-",
                          med["spark"]["fit"] / med["local"]["fit"] if engine == "spark" else "-",
+                         bare_s if engine == "spark" else "-",
+                         (med["local"]["fit"] + bare_s) / med["local"]["fit"] if engine == "spark" else "-",
                          med["spark"]["checks"] if engine == "spark" else "-",
                          _same(spark_run["model"], local_run["model"]) if engine == "spark" else "-"])
         print_table(HEADER, rows[-2:])

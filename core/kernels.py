@@ -401,7 +401,7 @@ def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, r
     once for the pooled loops and their serial twin, not again inside the pool's outlined loop, and compiles
     only the branches a call can take (the tests of None).  A dense float64 block's first calls on a fresh
     checkout compiled for 13.2 s (serial) and 6.2 s (pooled), against 25.4 s and 11.1 s when the pool's loop held
-    every branch of a tile inline (``bench/README.md``)."""
+    every branch of a tile inline (``bench/HISTORY.md``)."""
     n_col_tiles = (z_sq.shape[0] + cols - 1) // cols
     n_tiles = ((x_sq.shape[0] + rows - 1) // rows) * n_col_tiles
     next_tile = np.zeros(1, dtype=np.int64)
@@ -451,7 +451,7 @@ def _put_tile(tile, K, lo, jlo, symmetric, transposed, out_rows, out_start):
         return
     h, w = tile.shape
     # loops, not slice assignments (``core.config``), over views indexed from 0: K indexed at jlo + j
-    # measured up to 1.8x slower (bench/README.md, the cold start's notes)
+    # measured up to 1.8x slower (bench/HISTORY.md, the cold start's notes)
     for i in range(h):
         row, values = K[lo + i, jlo:jlo + w], tile[i]
         for j in range(w):

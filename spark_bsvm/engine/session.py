@@ -157,7 +157,7 @@ def sql_python_workers(spark):
     its SQL runners add ``SPARK_SIMPLIFIED_TRACEBACK=1`` to theirs (unless ``SIMPLIFIED_TRACEBACK`` is off),
     which a Python RDD's environment (``SparkContext.environment``) lacks: two pools would each start their
     workers, and each import spark-bsvm and load numba's code (the first transform after a session's first
-    fit took 3.7 s against 1.4 s from one pool; ``bench/README.md``), and each hold them while idle (~280 MB a
+    fit took 3.7 s against 1.4 s from one pool; ``bench/HISTORY.md``), and each hold them while idle (~280 MB a
     worker after a fit).  Inside the block the context's environment is a copy with the variable (an RDD's
     Python function copies the environment when the RDD is defined: ``RDD.id``), never the dict itself
     changed: other threads may be defining functions from it (a tuner's concurrent fits; the dict changing

@@ -68,7 +68,7 @@ def run_barrier_stage(frame, make_task, max_row_bytes, schema=OUTPUT_SCHEMA):
       a barrier RDD (``input_schema``: their Arrow schema, serialized; the tasks' output rows come back as
       dicts).  The stage has no SQL plan of its own to analyse and plan, and its job no SQL execution around
       it: a bare stage that reads ijcnn1's rows from a cached frame took 150 ms against 227 ms with
-      ``mapInArrow`` (``bench/README.md``).  The plan read is ``plannable(frame)``'s (a cached frame's or a
+      ``mapInArrow`` (``bench/HISTORY.md``).  The plan read is ``plannable(frame)``'s (a cached frame's or a
       frame of the library's own, planned once per DataFrame object: ``fixed_partitions`` may have planned
       it already).  The tasks run in the Python workers of the session's SQL Python jobs
       (``session.sql_python_workers``).
