@@ -82,7 +82,7 @@ import numpy as np
 from core.config import NJIT
 from core.kernel_columns import KernelColumns
 from core.model import KernelExpansion
-from core.partition.common import ranks_before
+from core.partition.common import content_key, ranks_before
 from core.partition.slant import COLUMN_BYTES, NEG, POS, add_steps, slant_round, stepped_response
 from core.progress import Progress
 from core.rows import stack_rows, take_rows
@@ -116,7 +116,7 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
     path = _Path(engine.n_features)
     base = {"kernel": kernel.to_dict(), "eta": float(eta), "n_select": _first_report(engine, candidates_per_class)}
     reset = dict(base, reset=True, ref_rows=reference.support_vectors, ref_coef=reference.coef,
-                 ref_bias=reference.bias)
+                 ref_bias=reference.bias, ref_key=content_key(kernel, reference.support_vectors, reference.coef))
 
     def rebuild():  # the partitions rebuilt from the driver's model: the steps that stood so far
         ids, rows, coef = path.model(eta)

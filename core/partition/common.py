@@ -112,12 +112,21 @@ def feature_map_request(kernel, centers, proj):
     proj = np.ascontiguousarray(proj, dtype=np.float64)
     if proj.ndim not in (1, 2) or proj.shape[0] != n_rows(centers):
         raise ValueError(f"proj must have one row per center ({n_rows(centers)}), got shape {proj.shape}")
-    digest = hashlib.blake2b(json.dumps(spec.to_dict(), sort_keys=True).encode(), digest_size=16)
-    parts = (centers.data, centers.indices, centers.indptr) if is_sparse(centers) else (centers,)
-    for array in parts + (proj,):
-        digest.update(repr(array.shape).encode())
-        digest.update(np.ascontiguousarray(array).tobytes())
-    return {"map_key": digest.hexdigest(), "map_kernel": spec.to_dict(), "map_centers": centers, "map_proj": proj}
+    return {"map_key": content_key(spec, centers, proj), "map_kernel": spec.to_dict(), "map_centers": centers,
+            "map_proj": proj}
+
+
+def content_key(kernel, *arrays):
+    """A digest of ``kernel`` (a ``KernelSpec``) and ``arrays`` (row blocks, dense or CSR, and vectors): the key
+    under which a partition keeps what it computed from them, so that a later request with the same content,
+    from the same fit or another on the same engine, reuses it."""
+    digest = hashlib.blake2b(json.dumps(kernel.to_dict(), sort_keys=True).encode(), digest_size=16)
+    for block in arrays:
+        for array in (block.data, block.indices, block.indptr) if is_sparse(block) else (block,):
+            array = np.asarray(array)
+            digest.update(f"{array.dtype.str}{array.shape}".encode())
+            digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
 
 
 def feature_mapped(data, state, request):

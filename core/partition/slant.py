@@ -154,10 +154,18 @@ def kernel_bound(data, spec):
     return (spec.gamma * largest + abs(spec.coef0)) ** spec.degree
 
 
-def _reset(data, request):
-    """Rebuild h, eligibility, responses and support from the reference and the driver's model."""
+def _reset(data, request, kept):
+    """Rebuild h, eligibility, responses and support from the reference and the driver's model.  The
+    reference's kernel expansion over the partition's rows, sum_j a_j K(x_i, z_j), is kept under the request's
+    ``ref_key`` (``common.content_key``) in the state, and ``kept``, the state before the reset, may hold it
+    already: the paths of an ``etaGrid`` fit, and any later path of the same reference on this engine, skip
+    the n x (reference's support) kernel values of their first round (the same values: the same array)."""
     spec = KernelSpec.from_dict(request["kernel"])
-    margin = data.y * (kernel_times(data, request["ref_rows"], request["ref_coef"], spec) + request["ref_bias"])
+    key = request["ref_key"]
+    reference = kept.get("reference")
+    if reference is None or reference[0] != key:
+        reference = (key, kernel_times(data, request["ref_rows"], request["ref_coef"], spec))
+    margin = data.y * (reference[1] + request["ref_bias"])
     h = np.minimum(1.0, margin) - data.y * request["ref_bias"]
     responses = np.zeros(len(data))
     support = np.zeros(len(data), bool)
@@ -169,7 +177,7 @@ def _reset(data, request):
     val_f = None if val is None else kernel_times(val, request["sv_rows"], request["sv_coef"], spec) \
         + request["ref_bias"]
     return {"h": h, "eligible": margin > 0.0, "responses": responses, "support": support, "held": support.copy(),
-            "val_f": val_f, "speculated": None,
+            "val_f": val_f, "speculated": None, "reference": reference,
             "columns": KernelColumns(data.rows, spec, COLUMN_BYTES, sq_norms=data.sq_norms)}
 
 
@@ -177,7 +185,7 @@ def slant_round(data, state, request):
     """A reset (full answer) or a speculation (its steps' states), after committing the last speculation.
 
     Request: ``kernel``, ``eta``, ``n_select`` (per class); ``reset`` with
-    ``ref_rows, ref_coef, ref_bias`` (the reference expansion) and
+    ``ref_rows, ref_coef, ref_bias`` (the reference expansion), ``ref_key`` (their ``common.content_key``) and
     ``sv_ids, sv_rows, sv_coef`` (the sparse model so far, signed
     coefficients) to (re)build the state; else ``commit`` (how many steps of the last speculation stood,
     None after a reset), the steps as ``step_ids, step_rows, step_y`` (each stepped example once) and
@@ -195,7 +203,7 @@ def slant_round(data, state, request):
     Both: validation sums ``val_mistakes`` and ``val_loss`` after each step (arrays) and ``val_weight``.
     """
     if request["reset"]:
-        state = _reset(data, request)
+        state = _reset(data, request, state)
         spec = KernelSpec.from_dict(request["kernel"])
         answer = _full_answer(data, state, request["n_select"])
         answer.update(kmax=kernel_bound(data, spec), n_eligible=int(state["eligible"].sum()))

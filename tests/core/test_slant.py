@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from core.engine import LocalEngine
+from core.partition.common import content_key
 from core.partition.data import PartitionData
 from core.kernels import KernelSpec
 from core.partition.slant import ranked, slant_round
@@ -142,7 +143,8 @@ def test_a_speculation_reports_the_best_open_examples_along_its_steps_and_commit
     X, y, reference = problem
     data = PartitionData.build(X, y, np.ones(len(y)), np.arange(len(y)))
     base = {"kernel": KERNEL.to_dict(), "eta": 0.5, "n_select": 3, "ref_rows": reference.support_vectors,
-            "ref_coef": reference.coef, "ref_bias": reference.bias}
+            "ref_coef": reference.coef, "ref_bias": reference.bias,
+            "ref_key": content_key(KERNEL, reference.support_vectors, reference.coef)}
     empty = {"sv_ids": np.zeros(0, np.int64), "sv_rows": np.zeros((0, 4)), "sv_coef": np.zeros(0)}
     state, full = slant_round(data, {}, dict(base, reset=True, **empty))
     held = state["held"].copy()
@@ -300,3 +302,27 @@ def test_a_speculation_computes_its_kernel_columns_four_uncomputed_ones_at_a_tim
     last, needed = _next_columns(order, at, 8, step_ids, kept)
     assert last == 9 and needed.tolist() == [6]
     assert _next_columns(order, at, 9, step_ids, kept)[0] == 9  # no step left
+
+
+def test_a_second_path_of_the_same_reference_reuses_its_values_and_takes_the_same_steps(problem, monkeypatch):
+    """The partitions keep the reference's expansion over their rows from a path's first round: a later path of
+    the same reference on the engine (an etaGrid's) computes it no more and gives the model it gives alone; a
+    path of another reference computes its own."""
+    import core.partition.slant as partition_slant
+
+    X, y, reference = problem
+    calls, kernel_times = [], partition_slant.kernel_times
+    monkeypatch.setattr(partition_slant, "kernel_times",
+                        lambda data, rows, *args: calls.append(rows.shape[0]) or kernel_times(data, rows, *args))
+    engine = LocalEngine(X, y, n_partitions=2)
+    first = fit_slant(engine, reference, eta=0.25, epsilon=0.2, max_support=40)
+    assert calls == [reference.n_support] * 2  # one expansion a partition
+    second = fit_slant(engine, reference, eta=0.5, epsilon=0.5, max_support=30)
+    assert calls == [reference.n_support] * 2
+    alone = fit_slant(LocalEngine(X, y, n_partitions=2), reference, eta=0.5, epsilon=0.5, max_support=30)
+    assert second.metadata["steps"] == alone.metadata["steps"] and np.array_equal(second.coef, alone.coef)
+    assert first.metadata["steps"] != second.metadata["steps"]
+    other, before = fit_csvc(LocalEngine(X, y), C=1.0, kernel=KERNEL), len(calls)
+    assert other.n_support != reference.n_support
+    fit_slant(engine, other, eta=0.5, epsilon=0.5, max_support=30)
+    assert calls[before:] == [other.n_support] * 2
