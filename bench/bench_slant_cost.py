@@ -7,8 +7,10 @@ the same engine, the basic variant with the paper's eta = epsilon = 1/2, up to 1
 vectors (or to its end).  Printed: wall and CPU seconds of both (``time.process_time``, all
 threads), the support sizes, the steps, the path's CPU over the reference's (the goal: <= 0.5),
 and the test error of both models.  With ``--repeats r`` the pair (reference, path) is fitted r
-times in turn on the same engine: the times are medians, and the ratio is that of the medians, with
-the range of the r pairs' own ratios beside it (one fit of either varies by up to ~25% on this
+times, each pair on an engine of its own (an engine's partitions keep a reference's values over
+their rows for its later paths, ``core.partition.slant``, and every pair trains the same reference: a
+path on the first pair's engine would skip them); the times are medians, and the ratio is that of
+the medians, with the range of the r pairs' own ratios beside it (one fit of either varies by up to ~25% on this
 machine: the reference's CPU took 2.5 to 3.3 s across runs).
 
     python -m bench.bench_slant_cost [--data ijcnn1 covtype] [--support 1000] [--repeats 1]
@@ -45,8 +47,8 @@ def main():
         load, C, gamma = DATASETS[name]
         X, y, X_test, y_test = load()
         times = []  # (reference wall, reference cpu, path wall, path cpu) per pair
-        with LocalEngine(X, y, n_partitions=PARTITIONS) as engine:
-            for _ in range(args.repeats):
+        for _ in range(args.repeats):  # a fresh engine a pair: its path computes the reference's values itself
+            with LocalEngine(X, y, n_partitions=PARTITIONS) as engine:
                 reference, ref_wall, ref_cpu = timed(lambda: fit_csvc(engine, C=C, tol=1e-3,
                                                                       kernel=KernelSpec("rbf", gamma=gamma)))
                 sparse, wall, cpu = timed(lambda: fit_slant(engine, reference, eta=ETA, epsilon=EPSILON,
