@@ -35,7 +35,7 @@ Each stage (one new basis function):
      t from an exact line search on the piecewise quadratic f(beta + t delta).  When the active
      set I = {i : y_i o_i < 1} changes, P changes by +-w_i k_i k_i^T for the examples that
      entered or left: rank-one updates and downdates of the factor when they are few (at most
-     d / 8, where they cost less than a refactorisation), else a refactorisation of the
+     6 + d / 64, where they cost less than a refactorisation), else a refactorisation of the
      updated P.  Newton ends exactly when a full step leaves I unchanged (finite termination:
      the loss is quadratic on each I).
 The fit stops at ``max_basis`` functions or, at a re-optimisation, when f fell by less than ``tol``
@@ -84,7 +84,11 @@ log = logging.getLogger("spark_bsvm")
 
 SELECTIONS = ("method2", "method1")
 RETRAINS = ("schedule", "always")
-_REFACTOR_SHARE = 8  # more than d / 8 rank-one changes cost more than a LAPACK refactorisation
+# at most 6 + d / 64 changes of the active set go through rank-one updates of P's factor, more through a
+# refactorisation: one O(d^2) update (``CholeskyFactor.update``) against a LAPACK refactorisation on one BLAS thread
+# (O(d^3 / 3), faster per flop as d grows) broke even at 5.8, 6.7, 10.6, 20.2 and 30.7 changes for d = 50, 200,
+# 400, 1,000 and 2,000 (2026-11-29; the earlier limit d / 8 took 125 updates at d = 1,000, ~6x a refactorisation)
+_RANK_ONE_BASE, _RANK_ONE_SHARE = 6, 64
 _MAX_ONE_D_ROUNDS = 50  # safeguarded Newton rounds of a line search or candidate score
 _NEAR_ZERO = 16 * np.finfo(np.float64).eps  # a kink within this share of t of 0 is taken to be at 0
 _MAX_FAILED_DRAWS = 100  # consecutive draws with only candidates in the basis' span before giving up
@@ -412,7 +416,7 @@ class _Fit:
             P += change
         P += entering.T @ entering  # the rows' outer products, one matrix product each
         P -= leaving.T @ leaving
-        if not dense and _REFACTOR_SHARE * (len(entering) + len(leaving)) <= d:
+        if not dense and len(entering) + len(leaving) <= _RANK_ONE_BASE + d / _RANK_ONE_SHARE:
             for r in entering:
                 self.factor.update(r)
             if all(self.factor.downdate(r) for r in leaving):
