@@ -42,6 +42,21 @@ def test_all_points_as_basis_give_the_l2svm_optimum(weighted):
     assert model.metadata["rank_one_changes"] > 0  # the active set changed through the factor updates
 
 
+@pytest.mark.parametrize("limit", [(0, np.inf), (np.inf, 1)])  # every change refactorises P / is a rank-one change
+def test_the_rank_one_limit_changes_the_cost_not_the_fit(monkeypatch, limit):
+    X, y = make_rings(150, 4, seed=7)
+    default = fit_spsvm(LocalEngine(X, y), max_basis=40, lam=0.05, kernel=KERNEL, retrain="always", tol=0)
+    monkeypatch.setattr("core.spsvm._RANK_ONE_BASE", limit[0])
+    monkeypatch.setattr("core.spsvm._RANK_ONE_SHARE", limit[1])
+    forced = fit_spsvm(LocalEngine(X, y), max_basis=40, lam=0.05, kernel=KERNEL, retrain="always", tol=0)
+    assert default.metadata["rank_one_changes"] > 0 and default.metadata["refactorisations"] > 0
+    assert (forced.metadata["rank_one_changes"] == 0) == (limit[0] == 0)
+    assert forced.metadata["refactorisations"] < default.metadata["refactorisations"] or limit[0] == 0
+    np.testing.assert_array_equal(forced.support_vectors, default.support_vectors)
+    np.testing.assert_allclose(forced.coef, default.coef, rtol=1e-8, atol=1e-10)
+    assert forced.metadata["objective"] == pytest.approx(default.metadata["objective"], rel=1e-12)
+
+
 def test_method2_scores_are_the_exact_one_dimensional_minima(data):
     X, y = data
     lam = 0.3
