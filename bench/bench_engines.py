@@ -37,8 +37,10 @@ alternating (Spark, local, Spark, local, ... with ``--repeats``; medians).  Prin
     bare s      seconds of a bare barrier stage over the same cached DataFrame whose tasks only build their
                 blocks (the stages of ``blocks s``, timed whole after the case's fits: the median of
                 ``BLOCK_STAGES``): what a Spark fit's stage costs with no coordinator, checks or round
-    floor       (local fit + bare s) / local fit: the least Spark / local a fit could show on this machine even
-                if its own start, rounds and end cost nothing beyond that bare stage
+    floor       (local fit + bare s) / local fit: the Spark / local a fit would show on this machine if its own
+                start and end cost nothing beyond that bare stage and its rounds took LocalEngine's time; a fit
+                whose rounds run faster on the Spark tasks, each partition on a core of its own where
+                LocalEngine runs them in turn, can come in below it
     checks s    the seconds of the Spark fit's start spent on a Spark job of the data's checks
                 (``stage._checked_frame``); 0 where the training tasks check their own rows (the driver's
                 coordinator on classic sessions: every case here, since the
