@@ -556,6 +556,7 @@ def _csr_dots(data, indices, indptr, Zj, lo, hi):
     12 entries took 5.0-5.1 against 9.1-10.7 ms, with the same sums in the same order.  Wider tiles add four
     entries in one pass over a row, in the same order as one at a time (the same sums to the bit): on 128 x 256
     tiles of 12-entry rows, 1.1 against 1.5 ns per value in float32, 1.5-1.7 against 1.9-2.0 in float64."""
+    _wide_vectors()
     w = Zj.shape[1]
     dots = np.zeros((hi - lo, w), Zj.dtype)
     if w == 1:
@@ -665,6 +666,7 @@ def _rbf_exponents(dots, x_sq, z_sq, gamma):
     along each row, or, in a single-column tile (the slant path's steps), down the column, so that it
     vectorises: a row at a time, kernel_block of 20,000 x 54 rows against one column took 0.86 ms, down
     the column 0.31 ms (down the columns of 4 to 16 took up to 1.7x longer than along the rows)."""
+    _wide_vectors()
     rows, cols = dots.shape
     if cols == 1:
         for i in range(rows):
@@ -697,6 +699,7 @@ def _exp_inplace(a):
     """a[j] = exp(a[j]) for a[j] in [-708, 0], within 1 ulp (``_exp``), in one pass that vectorises (libm's exp
     does not).  One pass instead of three over a scratch array (the polynomial, 2^k from its bits, the product):
     0.96 against 1.36 ns per value of a 128 x 256 tile with the rbf exponents, the same values to the bit."""
+    _wide_vectors()
     for j in range(a.shape[0]):
         a[j] = _exp(a[j])
 
@@ -721,6 +724,7 @@ def _exp(x):
 @numba.njit(**NJIT_FMA)
 def _exp32_inplace(a):
     """a[j] = exp(a[j]) for float32 a[j] <= 0 (``_exp32``), in one pass that vectorises."""
+    _wide_vectors()
     for j in range(a.shape[0]):
         a[j] = _exp32(a[j])
 
@@ -755,6 +759,22 @@ def _bitcast(source, target):
         return target(source), codegen
 
     return bitcast
+
+
+@intrinsic
+def _wide_vectors(typingctx):
+    """Called first in an njit function: LLVM may vectorise that function with 512-bit vectors where the CPU has
+    them (AVX-512), where its tuning for Intel's server CPUs holds numba's code to 256 bits (the function
+    attribute "prefer-vector-width", as clang's -mprefer-vector-width sets it).  Only for element-wise loops:
+    each value takes the same operations in the same order at any width, so the same bits; a reduction's
+    partial sums would follow the width (``core.config.NJIT_SUMS``).  llvmlite checks only the attribute
+    names it knows, so the string attribute goes into the function's set as the text LLVM reads."""
+
+    def codegen(context, builder, signature, args):
+        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        return context.get_dummy_value()
+
+    return nb_types.none(), codegen
 
 
 _bits = _bitcast(nb_types.float64, nb_types.int64)  # the bits of a float64, as an int64

@@ -456,3 +456,64 @@ def test_a_pool_of_one_thread_is_never_launched(monkeypatch):
     assert calls == ["_tiles", "_tiles_times"]  # none more on one thread
     for a, b in zip(pooled, serial):
         np.testing.assert_array_equal(a, b)
+
+
+def _recompiled(function, wide_vectors):
+    """``function``'s source compiled afresh (no cache, the library's other options) with ``wide_vectors``
+    standing for ``kernels._wide_vectors``, and the compiled dispatcher."""
+    import types
+
+    import numba
+
+    source = function.py_func
+    globals_ = dict(source.__globals__, _wide_vectors=wide_vectors)
+    twin = types.FunctionType(source.__code__, globals_, source.__name__, source.__defaults__, source.__closure__)
+    options = {key: value for key, value in function.targetoptions.items() if key != "nopython"}  # njit's own
+    return numba.njit(**dict(options, cache=False))(twin)
+
+
+def _wide_vectors_cases():
+    """Arguments of each element-wise loop that may use 512-bit vectors: odd lengths, so that the vector
+    loops' remainders run too, and the exponentials' whole domain."""
+    rng = np.random.default_rng(11)
+    X = sp.random(203, 54, density=12 / 54, format="csr", random_state=5, dtype=np.float64)
+    Zj = np.ascontiguousarray(rng.standard_normal((54, 261)))
+    exponents = np.concatenate([[0.0, -708.0, -1e-300], -708.0 * rng.random(1_003)])
+    return {
+        "_exp_inplace": (exponents,),
+        "_exp32_inplace": ((-90.0 * rng.random(1_003)).astype(np.float32),),
+        "_rbf_exponents": (rng.standard_normal((37, 261)), 3 * rng.random(37), 3 * rng.random(261), 0.7),
+        "_csr_dots": (X.data, X.indices, X.indptr, Zj, 3, 200),
+        "_csr_dots32": (X.data.astype(np.float32), X.indices, X.indptr, Zj.astype(np.float32), 0, 203),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_wide_vectors_cases()))
+def test_wide_vectors_change_no_value_and_reach_the_compiled_code(case):
+    """The element-wise loops that may take 512-bit vectors (``kernels._wide_vectors``) give the values of the
+    same source held to numba's own width, to the bit, and their compiled code carries the hint (and uses the
+    512-bit registers where the CPU has AVX-512)."""
+    import llvmlite.binding as llvm
+    from numba.core import types as nb_types
+    from numba.extending import intrinsic
+
+    import core.kernels as kernels
+
+    @intrinsic
+    def no_hint(typingctx):
+        return nb_types.none(), lambda context, builder, signature, args: context.get_dummy_value()
+
+    function = getattr(kernels, case.removesuffix("32") if case == "_csr_dots32" else case)
+    args = _wide_vectors_cases()[case]
+    wide, narrow = _recompiled(function, kernels._wide_vectors), _recompiled(function, no_hint)
+    in_wide, in_narrow = ([a.copy() if isinstance(a, np.ndarray) else a for a in args] for _ in range(2))
+    result_wide, result_narrow = wide(*in_wide), narrow(*in_narrow)
+    if result_wide is None:  # the exponentials and exponents work in place, on their first argument
+        result_wide, result_narrow = in_wide[0], in_narrow[0]
+    assert result_wide.dtype == result_narrow.dtype
+    assert_array_equal(result_wide.view(np.uint8), result_narrow.view(np.uint8))
+    signature = wide.signatures[0]
+    assert '"prefer-vector-width"="512"' in wide.inspect_llvm(signature)
+    assert '"prefer-vector-width"' not in narrow.inspect_llvm(signature)
+    if "+avx512f" in llvm.get_host_cpu_features().flatten().split(","):
+        assert "zmm" in wide.inspect_asm(signature)
