@@ -12,7 +12,9 @@ thread the scheduler puts aside delays only its current tile.
 Each tile takes its dot products x . z from one small GEMM (BLAS for dense X,
 a loop over the stored entries for CSR X) and turns them into kernel values
 while they are still in cache.  rbf uses the exp below, which, unlike a call
-to libm, the compiler vectorises.  The njit helpers select the kernel by an
+to libm, the compiler vectorises; the element-wise loops (exponents, exp, CSR
+dot products) may take 512-bit vectors (``_wide_vectors``), with the same
+values at any width.  The njit helpers select the kernel by an
 integer code, so each compiles once.  ``kernel_times`` applies K(X, Z) to a
 vector without forming K: each tile is reduced against its coefficients while
 in cache, which saves the block's trip through memory (2.5-3.3x less CPU than
@@ -768,7 +770,12 @@ def _wide_vectors(typingctx):
     attribute "prefer-vector-width", as clang's -mprefer-vector-width sets it).  Only for element-wise loops:
     each value takes the same operations in the same order at any width, so the same bits; a reduction's
     partial sums would follow the width (``core.config.NJIT_SUMS``).  llvmlite checks only the attribute
-    names it knows, so the string attribute goes into the function's set as the text LLVM reads."""
+    names it knows, so the string attribute goes into the function's set as the text LLVM reads.
+    Measured on this project's AVX-512 machine (one thread, throw-away timings): the rbf exponents and exp of a
+    128 x 256 tile 1.52-1.61 against 2.00-2.02 ns per value, 12-entry CSR rows' dots 2.04-2.08 against
+    2.28-2.38; ``kernel_times`` of 200,000 Forest-shaped rows against 1,000 columns, medians of six alternating
+    process pairs, 2.32 against 2.89 ns per value as CSR, 1.34 against 1.67 in float32, 2.94 against 3.49
+    dense (whose GEMM is BLAS's either way)."""
 
     def codegen(context, builder, signature, args):
         set.add(builder.function.attributes, '"prefer-vector-width"="512"')
