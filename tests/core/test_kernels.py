@@ -459,8 +459,8 @@ def test_a_pool_of_one_thread_is_never_launched(monkeypatch):
 
 
 def _recompiled(function, wide_vectors):
-    """``function``'s source compiled afresh (no cache, the library's other options) with ``wide_vectors``
-    standing for ``kernels._wide_vectors``, and the compiled dispatcher."""
+    """A dispatcher of ``function``'s source compiled afresh (no cache, the library's other options), with
+    ``wide_vectors`` standing for ``kernels._wide_vectors``."""
     import types
 
     import numba
@@ -503,7 +503,7 @@ def test_wide_vectors_change_no_value_and_reach_the_compiled_code(case):
     def no_hint(typingctx):
         return nb_types.none(), lambda context, builder, signature, args: context.get_dummy_value()
 
-    function = getattr(kernels, case.removesuffix("32") if case == "_csr_dots32" else case)
+    function = getattr(kernels, case.removesuffix("32"))  # _csr_dots32: _csr_dots on float32 entries
     args = _wide_vectors_cases()[case]
     wide, narrow = _recompiled(function, kernels._wide_vectors), _recompiled(function, no_hint)
     in_wide, in_narrow = ([a.copy() if isinstance(a, np.ndarray) else a for a in args] for _ in range(2))
