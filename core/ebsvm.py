@@ -61,8 +61,13 @@ t) with beta_j = sum of y_i w_i K(x_i, s_j) over the steps with m < 1 since
 j joined, so the shrink (1 - eta lambda) of every coefficient is the
 increment of t, O(1); a step costs |S| kernel values, plus an O(|S|) update
 when m < 1.  The running sums for the average are added lazily, when the
-betas change.  The driver holds the support rows dense (|S| x p) and the
-rows served and not yet stepped on (at most ``batch_size`` per partition).
+betas change.  The driver holds the support vectors dense, as the columns
+of a p x |S| array, and the rows served and not yet stepped on (at most
+``batch_size`` per partition).  A step's dot products x_i . s_j add each
+stored entry of x_i to all |S| sums in one loop that vectorises (the same
+sums, in the same order, as one s_j at a time): on 200,000 Forest-shaped
+rows (12 of 54 entries) with B = 500, 1.5 against 5.1 us a step's dot
+products (a throw-away timing).
 """
 
 import copy
@@ -88,14 +93,16 @@ log = logging.getLogger("spark_bsvm")
 # slots of the state arrays the numba loop updates in place
 _T, _N_SV, _HITS, _REMOVED, _AVG_FROM = range(5)  # int64: step, |S|, margin hits, removals, first averaged step
 _THETA, _H, _H_FLUSHED = range(3)  # float64: theta, sum of 1/s over averaged steps so far, that sum at the last flush
-_BUFFER_ARRAYS = ("rows", "sq_norms", "beta", "acc", "ids", "born")
+_BUFFER_ARRAYS = ("columns", "sq_norms", "beta", "acc", "ids", "born")
 
 
 class _SupportBuffer:
-    """The driver's support set S: dense rows, beta_j, the running sums of a_j, ids, the step that added each."""
+    """The driver's support set S: the rows s_j as the columns of a (p, capacity) array (a step's dot products
+    read each feature of every s_j contiguously), beta_j, the running sums of a_j, ids, the step that added
+    each."""
 
     def __init__(self, capacity, n_features):
-        self.rows = np.zeros((capacity, n_features))
+        self.columns = np.zeros((n_features, capacity))
         self.sq_norms = np.zeros(capacity)
         self.beta = np.zeros(capacity)
         self.acc = np.zeros(capacity)
@@ -109,8 +116,8 @@ class _SupportBuffer:
         """Double the capacity, keeping the first ``n`` entries."""
         for name in _BUFFER_ARRAYS:
             old = getattr(self, name)
-            new = np.zeros((2 * old.shape[0],) + old.shape[1:], old.dtype)
-            new[:n] = old[:n]
+            new = np.zeros(old.shape[:-1] + (2 * old.shape[-1],), old.dtype)
+            new[..., :n] = old[..., :n]
             setattr(self, name, new)
 
 
@@ -131,7 +138,7 @@ class EBSVMLearner:
 
     def steps(self, rows, y, weight, ids):
         """One step per row (dense or CSR block) with labels +-1, weights and unique ids, in order."""
-        rows = as_rows(rows, n_features=self.buffer.rows.shape[1])
+        rows = as_rows(rows, n_features=self.buffer.columns.shape[0])
         self.sparse_input = self.sparse_input or is_sparse(rows)
         x_sq = squared_norms(rows)
         csr = to_csr(rows)
@@ -162,7 +169,7 @@ class EBSVMLearner:
         _flush_averages(buffer.beta, buffer.acc, counters, self.reals, self.lam)
         n, steps = int(counters[_N_SV]), int(counters[_T])
         order = np.argsort(buffer.ids[:n], kind="stable")
-        rows = buffer.rows[:n][order]
+        rows = np.ascontiguousarray(buffer.columns[:, order].T)
         if self.sparse_input:
             rows = to_csr(rows)
         if self.n_averaged > 0:
@@ -171,7 +178,7 @@ class EBSVMLearner:
             coef = buffer.beta[:n][order] / (self.lam * max(1, steps))
         steps, _, theta, hits, removed = self.progress()
         meta = dict(metadata, steps=steps, theta=theta, margin_hits=hits, removals=removed)
-        return KernelExpansion(rows, coef, 0.0, self.kernel, list(classes), buffer.rows.shape[1], meta,
+        return KernelExpansion(rows, coef, 0.0, self.kernel, list(classes), buffer.columns.shape[0], meta,
                                buffer.ids[:n][order])
 
 
@@ -301,7 +308,8 @@ def _check_args(budget, lam, kernel, epochs, batch_size, eta_theta, average_frac
 
 
 # One EBSVM step per example (the algorithm of the module doc), with a_j = beta_j / (lambda t):
-#   k_j = K(x_i, s_j) for j in S, and k_i = K(x_i, x_i) (x_i sits in the buffer's next free slot)
+#   k_j = K(x_i, s_j) for j in S, and k_i = K(x_i, x_i) (x_i sits in the buffer's next free slot); the dot
+#   products x_i . s_j summed entry by entry of x_i, each entry added to every s_j's in one vector loop
 #   m = y_i sum_j beta_j k_j / (lambda (t - 1))                      (0 at t = 1: S is empty)
 #   if m < 1: beta_j += y_i w_i k_j for j in S and for x_i (which joins S when absent)
 #   theta <- max(0, theta - eta_theta / (lambda t) (B - |S|))        eq. 3
@@ -309,8 +317,8 @@ def _check_args(budget, lam, kernel, epochs, batch_size, eta_theta, average_frac
 # Averages: acc_j = sum over averaged steps s of a_j(s) = beta_j / lambda * sum 1/s between changes of beta_j,
 # added lazily (all of S at once) just before the betas change.
 @numba.njit(**NJIT)
-def _steps(data, indices, indptr, x_sq, y, weight, ids, first, sv, sv_sq, beta, acc, sv_ids, born, counters, reals,
-           lam, budget, eta_theta, code, gamma, coef0, degree):
+def _steps(data, indices, indptr, x_sq, y, weight, ids, first, sv_columns, sv_sq, beta, acc, sv_ids, born, counters,
+           reals, lam, budget, eta_theta, code, gamma, coef0, degree):
     """Steps on rows first.. of a CSR batch; returns the row it stopped at (all rows, or the buffer is full)."""
     capacity = beta.shape[0]
     k = np.empty(capacity)
@@ -318,16 +326,18 @@ def _steps(data, indices, indptr, x_sq, y, weight, ids, first, sv, sv_sq, beta, 
         n, t = counters[_N_SV], counters[_T] + 1
         if n == capacity:
             return i  # the caller grows the buffer and calls again from this row
-        sv[n, :] = 0.0
+        for feature in range(sv_columns.shape[0]):
+            sv_columns[feature, n] = 0.0
         for q in range(indptr[i], indptr[i + 1]):
-            sv[n, indices[q]] = data[q]
+            sv_columns[indices[q], n] = data[q]
         sv_sq[n] = x_sq[i]
         own, f = n, 0.0
         for j in range(n + 1):
-            s = 0.0
-            for q in range(indptr[i], indptr[i + 1]):
-                s += data[q] * sv[j, indices[q]]
-            k[j] = s
+            k[j] = 0.0
+        for q in range(indptr[i], indptr[i + 1]):  # each s_j's sum in the order of x_i's entries, as one at a time
+            v, values = data[q], sv_columns[indices[q]]
+            for j in range(n + 1):
+                k[j] += v * values[j]
         finish_tile(code, k[:n + 1].reshape((1, n + 1)), x_sq[i:i + 1], sv_sq[:n + 1], gamma, coef0, degree)
         for j in range(n):
             f += beta[j] * k[j]
@@ -345,7 +355,7 @@ def _steps(data, indices, indptr, x_sq, y, weight, ids, first, sv, sv_sq, beta, 
             counters[_HITS] += 1
         counters[_T] = t
         reals[_THETA] = max(0.0, reals[_THETA] - eta_theta / (lam * t) * (budget - counters[_N_SV]))
-        _remove_smallest(sv, sv_sq, beta, acc, sv_ids, born, counters, reals[_THETA] * lam * t)
+        _remove_smallest(sv_columns, sv_sq, beta, acc, sv_ids, born, counters, reals[_THETA] * lam * t)
         if t >= counters[_AVG_FROM]:
             reals[_H] += 1.0 / t
     return y.shape[0]
@@ -362,7 +372,7 @@ def _flush_averages(beta, acc, counters, reals, lam):
 
 
 @numba.njit(**NJIT)
-def _remove_smallest(sv, sv_sq, beta, acc, sv_ids, born, counters, limit):
+def _remove_smallest(sv_columns, sv_sq, beta, acc, sv_ids, born, counters, limit):
     """Remove the support vector of smallest |beta| below ``limit`` (the oldest on ties), if any."""
     n = counters[_N_SV]
     best = -1
@@ -373,8 +383,8 @@ def _remove_smallest(sv, sv_sq, beta, acc, sv_ids, born, counters, limit):
     if best < 0:
         return
     last = n - 1
-    for f in range(sv.shape[1]):  # a loop, not a slice assignment (``core.config``)
-        sv[best, f] = sv[last, f]
+    for feature in range(sv_columns.shape[0]):  # a loop, not a slice assignment (``core.config``)
+        sv_columns[feature, best] = sv_columns[feature, last]
     sv_sq[best], beta[best], acc[best] = sv_sq[last], beta[last], acc[last]
     sv_ids[best], born[best] = sv_ids[last], born[last]
     counters[_N_SV] = last
