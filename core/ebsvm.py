@@ -67,7 +67,8 @@ of a p x |S| array, and the rows served and not yet stepped on (at most
 stored entry of x_i to all |S| sums in one loop that vectorises (the same
 sums, in the same order, as one s_j at a time): on 200,000 Forest-shaped
 rows (12 of 54 entries) with B = 500, 1.5 against 5.1 us a step's dot
-products (a throw-away timing).
+products in isolation, and the fit's steps 0.71-0.89 against 2.59-3.67 s
+(``LocalEngine``, throw-away timings in alternating processes).
 """
 
 import copy
