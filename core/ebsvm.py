@@ -335,7 +335,9 @@ def _steps(data, indices, indptr, x_sq, y, weight, ids, first, sv_columns, sv_sq
         own, f = n, 0.0
         for j in range(n + 1):
             k[j] = 0.0
-        for q in range(indptr[i], indptr[i + 1]):  # each s_j's sum in the order of x_i's entries, as one at a time
+        # each s_j's sum in the order of x_i's entries, as one at a time (the sums of ``core.kernels._csr_dots``,
+        # whose new tile per call, on a strided view of the buffer, made the steps 1.3x longer)
+        for q in range(indptr[i], indptr[i + 1]):
             v, values = data[q], sv_columns[indices[q]]
             for j in range(n + 1):
                 k[j] += v * values[j]
