@@ -63,12 +63,14 @@ increment of t, O(1); a step costs |S| kernel values, plus an O(|S|) update
 when m < 1.  The running sums for the average are added lazily, when the
 betas change.  The driver holds the support vectors dense, as the columns
 of a p x |S| array, and the rows served and not yet stepped on (at most
-``batch_size`` per partition).  A step's dot products x_i . s_j add each
-stored entry of x_i to all |S| sums in one loop that vectorises (the same
-sums, in the same order, as one s_j at a time): on 200,000 Forest-shaped
-rows (12 of 54 entries) with B = 500, 1.5 against 5.1 us a step's dot
-products in isolation, and the fit's steps 0.71-0.89 against 2.59-3.67 s
-(``LocalEngine``, throw-away timings in alternating processes).
+``batch_size`` per partition).  A step's dot products x_i . s_j add the
+stored entries of x_i to all |S| sums in loops that vectorise, four entries
+a pass (``core.kernels.add_entries_times_rows``; the same sums, in the same
+order, as one s_j at a time): on 200,000 Forest-shaped rows (12 of 54
+entries) with B = 500, the fit's steps took 0.71-0.89 s with one entry a
+pass against 2.59-3.67 s with one s_j at a time, and 0.60-0.67 s four
+entries a pass against 0.65-0.67 s one (``LocalEngine``, throw-away timings
+in alternating processes).
 """
 
 import copy
@@ -79,7 +81,7 @@ import numba
 import numpy as np
 
 from core.config import NJIT
-from core.kernels import KernelSpec, finish_tile
+from core.kernels import KernelSpec, add_entries_times_rows, finish_tile
 from core.model import KernelExpansion
 from core.partition.ebsvm import ebsvm_batch, ebsvm_describe
 from core.partition.validation import validate_expansion
@@ -310,7 +312,7 @@ def _check_args(budget, lam, kernel, epochs, batch_size, eta_theta, average_frac
 
 # One EBSVM step per example (the algorithm of the module doc), with a_j = beta_j / (lambda t):
 #   k_j = K(x_i, s_j) for j in S, and k_i = K(x_i, x_i) (x_i sits in the buffer's next free slot); the dot
-#   products x_i . s_j summed entry by entry of x_i, each entry added to every s_j's in one vector loop
+#   products x_i . s_j summed in the order of x_i's entries, four of them a pass over every s_j's sum
 #   m = y_i sum_j beta_j k_j / (lambda (t - 1))                      (0 at t = 1: S is empty)
 #   if m < 1: beta_j += y_i w_i k_j for j in S and for x_i (which joins S when absent)
 #   theta <- max(0, theta - eta_theta / (lambda t) (B - |S|))        eq. 3
@@ -335,12 +337,9 @@ def _steps(data, indices, indptr, x_sq, y, weight, ids, first, sv_columns, sv_sq
         own, f = n, 0.0
         for j in range(n + 1):
             k[j] = 0.0
-        # each s_j's sum in the order of x_i's entries, as one at a time (the sums of ``core.kernels._csr_dots``,
-        # whose new tile per call, on a strided view of the buffer, made the steps 1.3x longer)
-        for q in range(indptr[i], indptr[i + 1]):
-            v, values = data[q], sv_columns[indices[q]]
-            for j in range(n + 1):
-                k[j] += v * values[j]
+        # the sums of ``core.kernels._csr_dots``, into k itself (its new tile per call, on a strided view of the
+        # buffer, made the steps 1.3x longer)
+        add_entries_times_rows(k[:n + 1], data, indices, indptr[i], indptr[i + 1], sv_columns)
         finish_tile(code, k[:n + 1].reshape((1, n + 1)), x_sq[i:i + 1], sv_sq[:n + 1], gamma, coef0, degree)
         for j in range(n):
             f += beta[j] * k[j]

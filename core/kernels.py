@@ -570,20 +570,32 @@ def _csr_dots(data, indices, indptr, Zj, lo, hi):
             dots[i, 0] = total
         return dots
     for i in range(hi - lo):
-        row = dots[i]
-        q, end = indptr[lo + i], indptr[lo + i + 1]
-        while q + 4 <= end:  # four entries a pass over the row: a quarter of its loads and stores
-            v0, v1, v2, v3 = data[q], data[q + 1], data[q + 2], data[q + 3]
-            z0, z1, z2, z3 = Zj[indices[q]], Zj[indices[q + 1]], Zj[indices[q + 2]], Zj[indices[q + 3]]
-            for j in range(w):
-                row[j] = (((row[j] + v0 * z0[j]) + v1 * z1[j]) + v2 * z2[j]) + v3 * z3[j]
-            q += 4
-        for rest in range(q, end):
-            v = data[rest]
-            zk = Zj[indices[rest]]
-            for j in range(w):
-                row[j] += v * zk[j]
+        add_entries_times_rows(dots[i], data, indices, indptr[lo + i], indptr[lo + i + 1], Zj)
     return dots
+
+
+@numba.njit(**NJIT)
+def add_entries_times_rows(out, data, indices, start, end, Z):
+    """out[j] += data[q] Z[indices[q], j] for the stored entries q = start..end-1 of a CSR row and every j <
+    out.shape[0] (Z's rows at least that long): the row's dot products with the columns of Z, added to out.
+    Four entries a pass over out, a quarter of its loads and stores, each out[j] summed in the entries' order
+    (the same sums to the bit as one entry at a time), in 512-bit vectors where the CPU has them
+    (``_wide_vectors``: an element-wise loop).  ``_csr_dots`` runs it on each row of a tile, ``core.ebsvm`` on
+    each example it steps on, against its support vectors' columns."""
+    _wide_vectors()
+    w = out.shape[0]
+    q = start
+    while q + 4 <= end:
+        v0, v1, v2, v3 = data[q], data[q + 1], data[q + 2], data[q + 3]
+        z0, z1, z2, z3 = Z[indices[q]], Z[indices[q + 1]], Z[indices[q + 2]], Z[indices[q + 3]]
+        for j in range(w):
+            out[j] = (((out[j] + v0 * z0[j]) + v1 * z1[j]) + v2 * z2[j]) + v3 * z3[j]
+        q += 4
+    for rest in range(q, end):
+        v = data[rest]
+        zk = Z[indices[rest]]
+        for j in range(w):
+            out[j] += v * zk[j]
 
 
 @numba.njit(**NJIT_PARALLEL)

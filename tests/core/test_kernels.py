@@ -460,13 +460,20 @@ def test_a_pool_of_one_thread_is_never_launched(monkeypatch):
 
 def _recompiled(function, wide_vectors):
     """A dispatcher of ``function``'s source compiled afresh (no cache, the library's other options), with
-    ``wide_vectors`` standing for ``kernels._wide_vectors``."""
+    ``wide_vectors`` standing for ``kernels._wide_vectors``, in it and in the functions it calls that take it
+    (``_csr_dots``' ``add_entries_times_rows``)."""
     import types
 
     import numba
 
     source = function.py_func
     globals_ = dict(source.__globals__, _wide_vectors=wide_vectors)
+    for name in source.__code__.co_names:
+        callee = globals_.get(name)
+        takes_hint = isinstance(callee, numba.core.registry.CPUDispatcher) \
+            and "_wide_vectors" in callee.py_func.__code__.co_names
+        if takes_hint:
+            globals_[name] = _recompiled(callee, wide_vectors)
     twin = types.FunctionType(source.__code__, globals_, source.__name__, source.__defaults__, source.__closure__)
     options = {key: value for key, value in function.targetoptions.items() if key != "nopython"}  # njit's own
     return numba.njit(**dict(options, cache=False))(twin)
@@ -485,6 +492,10 @@ def _wide_vectors_cases():
         "_rbf_exponents": (rng.standard_normal((37, 261)), 3 * rng.random(37), 3 * rng.random(261), 0.7),
         "_csr_dots": (X.data, X.indices, X.indptr, Zj, 3, 200),
         "_csr_dots32": (X.data.astype(np.float32), X.indices, X.indptr, Zj.astype(np.float32), 0, 203),
+        # the 89 entries of rows 3..9 (one left after the passes of four), times the rows of Zj they name
+        "add_entries_times_rows": (rng.standard_normal(261), X.data, X.indices, X.indptr[3], X.indptr[10], Zj),
+        "add_entries_times_rows32": (rng.standard_normal(261).astype(np.float32), X.data.astype(np.float32),
+                                     X.indices, X.indptr[3], X.indptr[10], Zj.astype(np.float32)),
     }
 
 
@@ -508,7 +519,7 @@ def test_wide_vectors_change_no_value_and_reach_the_compiled_code(case):
     wide, narrow = _recompiled(function, kernels._wide_vectors), _recompiled(function, no_hint)
     in_wide, in_narrow = ([a.copy() if isinstance(a, np.ndarray) else a for a in args] for _ in range(2))
     result_wide, result_narrow = wide(*in_wide), narrow(*in_narrow)
-    if result_wide is None:  # the exponentials and exponents work in place, on their first argument
+    if result_wide is None:  # the exponentials, exponents and added entries work in place, on their first argument
         result_wide, result_narrow = in_wide[0], in_narrow[0]
     assert result_wide.dtype == result_narrow.dtype
     assert_array_equal(result_wide.view(np.uint8), result_narrow.view(np.uint8))
