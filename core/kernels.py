@@ -424,7 +424,7 @@ def _fill_tile(t, n_col_tiles, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gam
     lo, jlo = (t // n_col_tiles) * rows, (t % n_col_tiles) * cols
     hi, jhi = min(lo + rows, n), min(jlo + cols, m)
     Zj = _z_tile(Z_tiles, p, jlo, jhi)
-    whole_rows = n_col_tiles == 1 and not csr[2].shape[0] and not transposed and hi - lo > 1
+    whole_rows = n_col_tiles == 1 and not csr[2].shape[0] and not transposed and not symmetric and hi - lo > 1
     if whole_rows and K64 is not None:
         np.dot(X[lo:hi], Zj, K64[lo:hi])  # whole rows: the GEMM writes into K
         finish_tile(code, K64[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
@@ -447,17 +447,23 @@ def _fill_tile(t, n_col_tiles, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gam
 @numba.njit(**NJIT)
 def _put_tile(tile, K, lo, jlo, symmetric, transposed, out_rows, out_start):
     """Store the tile of K's rows lo.. and columns jlo.. (``_tiles``' K, ``out_rows`` and ``out_start``), and
-    its mirror when K is ``symmetric``."""
+    its mirror when K is ``symmetric``: a tile on the diagonal keeps its upper triangle and mirrors it, since a
+    GEMM may sum x_i . x_j and x_j . x_i in other orders at their two places in the tile (OpenBLAS's Haswell
+    kernels on an AMD EPYC did, in float32 on most rows)."""
     if transposed:
         _put_transposed(tile, K, out_rows[jlo:jlo + tile.shape[1]], out_start + lo)
         return
     h, w = tile.shape
+    diagonal = symmetric and jlo == lo
     # loops, not slice assignments (``core.config``), over views indexed from 0: K indexed at jlo + j
     # measured up to 1.8x slower (bench/HISTORY.md, the cold start's notes)
     for i in range(h):
         row, values = K[lo + i, jlo:jlo + w], tile[i]
         for j in range(w):
             row[j] = values[j]
+        if diagonal:
+            for j in range(i):
+                row[j] = tile[j, i]
     if symmetric and jlo > lo:
         _put_transposed(tile, K, np.arange(jlo, jlo + w), lo)
 
@@ -530,8 +536,13 @@ def _rbf_values32(dots, x_sq, z_sq, gamma):
 def _dense_dots(X, lo, hi, Zj):
     """The dot products of dense rows lo..hi-1 of X with the columns of the (p, w) tile Zj, a new float64 tile,
     from one GEMM.  A single row goes in twice: BLAS hands a one-row GEMM to GEMV, whose sums differ in the
-    last bits (in 138 of 249 values of a 4-feature test), and a row's kernel values must not follow how many
-    rows share its tile (the partitioning, or the rows a partition restores at once: ``core.partition.dual``)."""
+    last bits (in 138 of 249 values of a 4-feature test), and a row's kernel values should not follow how many
+    rows share its tile (the partitioning, or the rows a partition restores at once: ``core.partition.dual``).
+    Whether they do is the GEMM's: OpenBLAS's kernels on the Intel machines summed each product in one order
+    wherever it stood; its Haswell kernels on an AMD EPYC (Zen 4) do not: there a single row's float64 values
+    differed in the last bit from the same row's in a taller tile in 65 of 450 random cases (2-1,000 rows, 3-54
+    features), and float32 ones on most rows.  CSR rows, summed by ``_csr_dots``, give the same bits wherever
+    they stand."""
     if hi - lo == 1:
         twice = np.empty((2, X.shape[1]))
         for f in range(X.shape[1]):  # a loop, not slice assignments (``core.config``)

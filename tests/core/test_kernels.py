@@ -126,30 +126,35 @@ def test_kernel_rows_into_names_a_store_that_cannot_take_the_rows(problem, messa
 def test_float32_precision_is_the_naive_kernel_of_the_rounded_rows(monkeypatch, spec, shape):
     """precision="float32": a float32 block, the naive kernel of the rows rounded to float32, with float64 norms
     (to ~1e-6 of it, the float32 sums' rounding and, for rbf, the float32 exp; linear and poly values rounded
-    to float32 once more as they are stored), the same bits on the pool, transposed, and for one row alone;
-    CSR rows the same (their entries summed in float32 in their own loop).  ``kernel_times`` sums the values
-    before that last rounding."""
+    to float32 once more as they are stored), the same bits on the pool and transposed; CSR rows the same (their
+    entries summed in float32 in their own loop), and for one row alone the same bits.  A Gram matrix: exactly
+    symmetric.  ``kernel_times`` sums the values before that last rounding."""
     import core.kernels
+
+    def naive(A, B):  # the naive kernel of the rows rounded to float32, with float64 norms
+        dots = A.astype(np.float32).astype(np.float64) @ B.astype(np.float32).astype(np.float64).T
+        if spec.name == "rbf":
+            return np.exp(-spec.gamma * np.maximum(squared_norms(A)[:, None] + squared_norms(B)[None, :] - 2 * dots,
+                                                   0.0))
+        return (spec.gamma * dots + spec.coef0) ** spec.degree if spec.name == "poly" else dots
+
+    def rounding(values):  # linear and poly values are rounded to float32 once more as they are stored
+        return 0.0 if spec.name == "rbf" else np.spacing(np.float32(np.abs(values).max()))
 
     X, Z = _pairs(*shape, "dense", "dense")
     coef = np.random.default_rng(6).normal(size=shape[1])
     K = kernel_block(X, Z, spec, precision="float32")
-    dots = X.astype(np.float32).astype(np.float64) @ Z.astype(np.float32).astype(np.float64).T
-    x_sq, z_sq = squared_norms(X), squared_norms(Z)
-    if spec.name == "rbf":
-        expected = np.exp(-spec.gamma * np.maximum(x_sq[:, None] + z_sq[None, :] - 2 * dots, 0.0))
-    elif spec.name == "poly":
-        expected = (spec.gamma * dots + spec.coef0) ** spec.degree
-    else:
-        expected = dots
-    stored = 0.0 if spec.name == "rbf" else np.spacing(np.float32(np.abs(expected).max()))  # the last rounding
+    expected = naive(X, Z)
+    stored = rounding(expected)
     assert K.dtype == np.float32
     assert_allclose(K, expected, rtol=0, atol=2e-6 + stored)
     assert not np.array_equal(K, kernel_block(X, Z, spec)) or shape[2] < 6  # float32 sums of 6+ features differ
     sums = np.abs(coef).sum() * stored + 1e-12
     assert_allclose(kernel_times(X, Z, spec, coef, precision="float32"), K @ coef, rtol=1e-12, atol=sums)
     assert_array_equal(kernel_block(X, Z, spec, precision="float32", transposed=True), K.T)
-    assert_array_equal(kernel_block(X[:1], Z, spec, precision="float32")[0], K[0])
+    # one row alone: a float32 GEMM of another height, which may sum in another order (OpenBLAS's Haswell kernels
+    # on an AMD EPYC did): the naive kernel's values, where CSR rows (our loop) give the same bits below
+    assert_allclose(kernel_block(X[:1], Z, spec, precision="float32")[0], expected[0], rtol=0, atol=2e-6 + stored)
     S = sp.csr_matrix(X)
     K_csr = kernel_block(S, Z, spec, precision="float32")
     assert K_csr.dtype == np.float32
@@ -158,12 +163,20 @@ def test_float32_precision_is_the_naive_kernel_of_the_rounded_rows(monkeypatch, 
     assert_allclose(kernel_times(S, Z, spec, coef, precision="float32"), K_csr @ coef, rtol=1e-12, atol=sums)
     assert_array_equal(kernel_block(S, Z, spec, precision="float32", transposed=True), K_csr.T)
     assert_array_equal(kernel_block(S[:1], Z, spec, precision="float32")[0], K_csr[0])
-    for rows in (X, S):  # a Gram matrix (its upper tiles mirrored) as the same rows given twice
-        assert_array_equal(kernel_block(rows, rows, spec, precision="float32"),
-                           kernel_block(rows, rows.copy(), spec, precision="float32"))
+    # a Gram matrix (its upper tiles mirrored): exactly symmetric, the naive kernel's values, and for CSR rows (our
+    # loop's sums) the block of the same rows given twice to the bit.  Not for dense rows: a float32 GEMM may sum
+    # a product in another order at another place in its tile (OpenBLAS's Haswell kernels on an AMD EPYC did, on
+    # most rows), so a block of X against a copy of X need not be symmetric
+    gram = kernel_block(X, X, spec, precision="float32")
+    assert_array_equal(gram, gram.T)
+    gram_expected = naive(X, X)
+    assert_allclose(gram, gram_expected, rtol=0, atol=2e-6 + rounding(gram_expected))
+    assert_array_equal(kernel_block(S, S, spec, precision="float32"),
+                       kernel_block(S, S.copy(), spec, precision="float32"))
     monkeypatch.setattr(core.kernels, "_PARALLEL_MIN_OPS", 0)
     assert_array_equal(kernel_block(X, Z, spec, precision="float32"), K)
     assert_array_equal(kernel_block(S, Z, spec, precision="float32"), K_csr)
+    assert_array_equal(kernel_block(X, X, spec, precision="float32"), gram)
 
 
 def test_an_unknown_precision_is_named():
