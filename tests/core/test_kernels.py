@@ -126,9 +126,10 @@ def test_kernel_rows_into_names_a_store_that_cannot_take_the_rows(problem, messa
 def test_float32_precision_is_the_naive_kernel_of_the_rounded_rows(monkeypatch, spec, shape):
     """precision="float32": a float32 block, the naive kernel of the rows rounded to float32, with float64 norms
     (to ~1e-6 of it, the float32 sums' rounding and, for rbf, the float32 exp; linear and poly values rounded
-    to float32 once more as they are stored), the same bits on the pool and transposed; CSR rows the same (their
-    entries summed in float32 in their own loop), and for one row alone the same bits.  A Gram matrix: exactly
-    symmetric.  ``kernel_times`` sums the values before that last rounding."""
+    to float32 once more as they are stored), the same bits on the pool and transposed, and the naive values for
+    one row alone; CSR rows the same, and for one row alone the block's bits (their entries summed in float32 in
+    their own loop).  A Gram matrix: exactly symmetric.  ``kernel_times`` sums the values before that last
+    rounding."""
     import core.kernels
 
     def naive(A, B):  # the naive kernel of the rows rounded to float32, with float64 norms
