@@ -5,9 +5,9 @@ Same C, gamma, tolerance (1e-3) and a 1,000 MB kernel cache for LIBSVM, on Riple
 5,000 test; gamma = 16, C = 10 as in ``../shared/data/README.md``); prints the dual objective,
 test accuracy, support size, and wall and CPU seconds (``time.process_time``, all threads) of
 both, measured in one run, and ours over LIBSVM's CPU seconds.  Each is the first fit on its data in the
-process (after a Ripley fit that loads numba's code), whose fresh memory can cost a young virtual machine up to
-~1 s more on covtype (``HISTORY.md``); with ``--fits n`` both fit each data set n times, alternating, and
-the medians of the later fits' CPU seconds and their ratio are printed beside.
+process (after a Ripley fit that loads numba's code), whose fresh memory cost up to ~1 s more on covtype on the
+forty-first session's virtual machine (``HISTORY.md``); with ``--fits n`` both fit each data set n times,
+alternating, and the medians of the later fits' CPU seconds and their ratio are printed beside.
 
     python -m bench.bench_csvc_vs_libsvm [--data ripley ijcnn1 a8a covtype] [--fits 1]
 """
@@ -43,6 +43,8 @@ def main():
     parser.add_argument("--data", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--fits", type=int, default=1, help="fits of each data set by each, alternating")
     args = parser.parse_args()
+    if args.fits < 1:
+        parser.error(f"--fits must be at least 1, got {args.fits}")
     fit_csvc(LocalEngine(*load_ripley()[:2]), C=1.0)  # numba's code loaded before the timed fits
     rows = []
     for name in args.data:
