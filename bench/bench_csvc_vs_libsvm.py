@@ -71,10 +71,10 @@ def main():
         if args.fits > 1:
             later = [float(np.median([cpu for _, _, cpu in fits[1:]])) for fits in (ours, ref)]
             rows[-1] += [f"{later[0]:.1f}", f"{later[1]:.1f}", f"{later[0] / later[1]:.2f}"]
-    later = ["later cpu s", "LIBSVM later cpu s", "later cpu ratio"] if args.fits > 1 else []
+    later_columns = ["later cpu s", "LIBSVM later cpu s", "later cpu ratio"] if args.fits > 1 else []
     print_table(["data", "C", "gamma", "objective", "LIBSVM obj", "rel diff", "acc %", "LIBSVM acc %",
                  "SVs", "LIBSVM SVs", "wall s", "cpu s", "LIBSVM wall s", "LIBSVM cpu s", "cpu ratio", "rounds",
-                 *later], rows)
+                 *later_columns], rows)
 
 
 if __name__ == "__main__":
