@@ -539,7 +539,7 @@ def _dense_dots(X, lo, hi, Zj):
     last bits (in 138 of 249 values of a 4-feature test), and a row's kernel values should not follow how many
     rows share its tile (the partitioning, or the rows a partition restores at once: ``core.partition.dual``).
     Whether they do is the GEMM's: OpenBLAS's kernels on the Intel machines summed each product in one order
-    wherever it stood; its Haswell kernels on an AMD EPYC (Zen 4) do not: there a single row's float64 values
+    wherever it stood; its Haswell kernels on an AMD EPYC (Zen 5) do not: there a single row's float64 values
     differed in the last bit from the same row's in a taller tile in 65 of 450 random cases (2-1,000 rows, 3-54
     features), and float32 ones on most rows.  CSR rows, summed by ``_csr_dots``, give the same bits wherever
     they stand."""
