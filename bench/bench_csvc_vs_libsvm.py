@@ -5,8 +5,9 @@ Same C, gamma, tolerance (1e-3) and a 1,000 MB kernel cache for LIBSVM, on Riple
 5,000 test; gamma = 16, C = 10 as in ``../shared/data/README.md``); prints the dual objective,
 test accuracy, support size, and wall and CPU seconds (``time.process_time``, all threads) of
 both, measured in one run, and ours over LIBSVM's CPU seconds.  Each is the first fit on its data in the
-process (after a Ripley fit that loads numba's code), whose fresh memory cost up to ~1 s more on covtype on the
-forty-first session's virtual machine (``HISTORY.md``); with ``--fits n`` both fit each data set n times,
+process (after a Ripley fit that loads numba's code), whose first writes to fresh memory can cost more than a
+later fit's (on the forty-first and forty-second sessions' virtual machine, up to ~1 s on covtype before the
+working set's buffer went to small pages: ``HISTORY.md``); with ``--fits n`` both fit each data set n times,
 alternating, and the medians of the later fits' CPU seconds and their ratio are printed beside.
 
     python -m bench.bench_csvc_vs_libsvm [--data ripley ijcnn1 a8a covtype] [--fits 1]
