@@ -11,14 +11,17 @@ each thread taking the next free tile (``core.threads.fetch_add``) so that a
 thread the scheduler puts aside delays only its current tile.
 Each tile takes its dot products x . z from one small GEMM (BLAS for dense X,
 a loop over the stored entries for CSR X) and turns them into kernel values
-while they are still in cache.  rbf uses the exp below, which, unlike a call
-to libm, the compiler vectorises; the element-wise loops (exponents, exp, CSR
-dot products) may take 512-bit vectors (``_wide_vectors``), with the same
-values at any width.  The njit helpers select the kernel by an
-integer code, so each compiles once.  ``kernel_times`` applies K(X, Z) to a
-vector without forming K: each tile is reduced against its coefficients while
-in cache, which saves the block's trip through memory (2.5-3.3x less CPU than
-a block and its product with thousands of columns; no gain at 100 columns).
+while they are still in cache; a few columns over many dense rows, whose GEMM
+runs far below BLAS's rate, can instead be summed from the rows' transpose
+(``kernel_rows_into``'s ``x_transposed``).  rbf uses the exp below, which,
+unlike a call to libm, the compiler vectorises; the element-wise loops
+(exponents, exp, CSR dot products, dot products from a transpose) may take
+512-bit vectors (``_wide_vectors``), with the same values at any width.  The
+njit helpers select the kernel by an integer code, so each compiles once.
+``kernel_times`` applies K(X, Z) to a vector without forming K: each tile is
+reduced against its coefficients while in cache, which saves the block's trip
+through memory (2.5-3.3x less CPU than a block and its product with thousands
+of columns; no gain at 100 columns).
 """
 
 import math
@@ -161,12 +164,19 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False,
     return K
 
 
-def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=None):
+def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=None, x_transposed=None):
     """K(z_j, X) for each row z_j of Z written into ``K[rows[j], start:start + n_x]``, float64 dot products:
     ``kernel_block(X, Z, spec, transposed=True)`` without a block of its own, for kernel columns kept in a
     store of their own (``core.kernel_columns``; a copy there cost ~20 us of a 25,000-row column's ~100).
 
     ``K``: a C-contiguous float64 array; ``rows``: distinct rows of it, one per row of Z.
+
+    ``x_transposed``: for a dense X, ``X.T`` as a C-contiguous float64 array, which a caller that computes
+    column after column over the same rows keeps (``KernelColumns``).  Each dot product is then the plain sum
+    of x_f z_f over the features in order (``_dots_from_transposed``), the same bits wherever the row and
+    the column stand, and the values no longer come from BLAS's GEMM, which on a few columns of many rows
+    runs far below its rate: rbf columns of 25,000 x 22 rows, 1, 2 and 4 at a time, took 104, 283 and 282 us
+    through the GEMM against 77, 98 and 182 us from the transpose (in cache, one thread; ``bench/HISTORY.md``).
     """
     X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, "float64")
     rows = np.asarray(rows, np.int64)
@@ -176,7 +186,14 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
             or not 0 <= start <= K.shape[1] - X.shape[0]:
         raise ValueError(f"rows (shape {rows.shape}) must name a row of K (shape {K.shape}) for each of the "
                          f"{Z.shape[0]} rows of Z, and start ({start}) leave {X.shape[0]} values in each")
-    _fill(K, rows, int(start), X, Z, args, False, True, "float64")
+    if x_transposed is None:
+        _fill(K, rows, int(start), X, Z, args, False, True, "float64")
+        return
+    if is_sparse(X) or not (isinstance(x_transposed, np.ndarray) and x_transposed.dtype == np.float64
+                            and x_transposed.flags.c_contiguous and x_transposed.shape == X.shape[::-1]):
+        raise ValueError(f"x_transposed must be X.T of a dense X (shape {X.shape}) as a C-contiguous float64 "
+                         "array: np.ascontiguousarray(X.T)")
+    _rows_from_transposed(K, rows, int(start), x_transposed, np.ascontiguousarray(Z), *args)
 
 
 _NO_ROWS = np.zeros(0, np.int64)  # ``_tiles``' output rows of a block that is not transposed
@@ -466,6 +483,83 @@ def _put_tile(tile, K, lo, jlo, symmetric, transposed, out_rows, out_start):
                 row[j] = tile[j, i]
     if symmetric and jlo > lo:
         _put_transposed(tile, K, np.arange(jlo, jlo + w), lo)
+
+
+_TRANSPOSED_TILE = 1024  # rows a pass of ``_rows_from_transposed``: two columns' 8 KB and X.T's 4 x 8 KB in L1/L2
+
+
+@numba.njit(**NJIT)
+def _rows_from_transposed(K, out_rows, start, X_t, Z, code, x_sq, z_sq, gamma, coef0, degree):
+    """``kernel_rows_into``'s K[out_rows[j], start:start + n] from X_t = X.T (p, n): tile by tile of
+    ``_TRANSPOSED_TILE`` rows, two columns at a time, each column's dot products summed straight into its row of
+    K (``_dots_from_transposed``) and made kernel values there while in cache (``finish_tile`` of an (h, 1)
+    tile: the exponents and exp every other tile takes)."""
+    n, w = X_t.shape[1], Z.shape[0]
+    for lo in range(0, n, _TRANSPOSED_TILE):
+        hi = min(lo + _TRANSPOSED_TILE, n)
+        for j in range(0, w, 2):
+            a = K[out_rows[j], start + lo:start + hi]
+            pair = j + 1 < w
+            b = K[out_rows[j + 1], start + lo:start + hi] if pair else a
+            _dots_from_transposed(a, b, pair, X_t, lo, hi, Z[j], Z[j + 1] if pair else Z[j])
+            finish_tile(code, a.reshape((hi - lo, 1)), x_sq[lo:hi], z_sq[j:j + 1], gamma, coef0, degree)
+            if pair:
+                finish_tile(code, b.reshape((hi - lo, 1)), x_sq[lo:hi], z_sq[j + 1:j + 2], gamma, coef0, degree)
+
+
+@numba.njit(**NJIT)
+def _dots_from_transposed(a, b, pair, X_t, lo, hi, za, zb):
+    """a[i] = x_(lo+i) . za, and b[i] = x_(lo+i) . zb when ``pair``, each the sum over the features f in order of
+    X_t[f, lo + i] z[f] from 0.0 (plain IEEE arithmetic: the same bits as that loop written out).  Four features a
+    pass over the rows lo..hi-1 (a quarter of a's loads and stores), both columns in one pass (X_t's loads
+    shared): the dot products of 25,000 x 22 rows with 4 columns took 120 us in cache against 165 us a column
+    at a time."""
+    p = X_t.shape[0]
+    a[:] = 0.0
+    if pair:
+        b[:] = 0.0
+    f = 0
+    while f + 4 <= p:
+        if pair:
+            _add_four_features_twice(a, b, X_t, lo, hi, f, za, zb)
+        else:
+            _add_four_features(a, X_t, lo, hi, f, za)
+        f += 4
+    for f in range(f, p):
+        _add_feature(a, X_t[f, lo:hi], za[f])
+        if pair:
+            _add_feature(b, X_t[f, lo:hi], zb[f])
+
+
+@numba.njit(**NJIT)
+def _add_four_features_twice(a, b, X_t, lo, hi, f, za, zb):
+    """``_add_four_features`` into a with za and into b with zb, in one pass."""
+    _wide_vectors()
+    x0, x1, x2, x3 = X_t[f, lo:hi], X_t[f + 1, lo:hi], X_t[f + 2, lo:hi], X_t[f + 3, lo:hi]
+    a0, a1, a2, a3 = za[f], za[f + 1], za[f + 2], za[f + 3]
+    b0, b1, b2, b3 = zb[f], zb[f + 1], zb[f + 2], zb[f + 3]
+    for i in range(hi - lo):
+        u0, u1, u2, u3 = x0[i], x1[i], x2[i], x3[i]
+        a[i] = (((a[i] + u0 * a0) + u1 * a1) + u2 * a2) + u3 * a3
+        b[i] = (((b[i] + u0 * b0) + u1 * b1) + u2 * b2) + u3 * b3
+
+
+@numba.njit(**NJIT)
+def _add_four_features(a, X_t, lo, hi, f, z):
+    """a[i] += X_t[f + k, lo + i] z[f + k] for k = 0..3, added in that order (element-wise: ``_wide_vectors``)."""
+    _wide_vectors()
+    x0, x1, x2, x3 = X_t[f, lo:hi], X_t[f + 1, lo:hi], X_t[f + 2, lo:hi], X_t[f + 3, lo:hi]
+    z0, z1, z2, z3 = z[f], z[f + 1], z[f + 2], z[f + 3]
+    for i in range(hi - lo):
+        a[i] = (((a[i] + x0[i] * z0) + x1[i] * z1) + x2[i] * z2) + x3[i] * z3
+
+
+@numba.njit(**NJIT)
+def _add_feature(a, x, z):
+    """a[i] += x[i] z."""
+    _wide_vectors()
+    for i in range(a.shape[0]):
+        a[i] = a[i] + x[i] * z
 
 
 @numba.njit(**NJIT)

@@ -45,3 +45,26 @@ def test_rows_added_complete_every_kept_column():
     keep = np.arange(70) % 3 != 0  # rows dropped: from the kept columns too
     columns.keep_rows(keep)
     np.testing.assert_array_equal(_column(columns, 3, z), after[keep])
+
+
+def test_dense_rows_kept_transposed_give_a_column_the_same_bits_however_its_rows_came():
+    """Dense rows within the store's memory are kept transposed: a column completed over rows added later, or
+    over rows that were dropped, holds the same bits as the column of a store built over those rows at once;
+    rows beyond the store's memory are not transposed, and their columns are still the kernel."""
+    rng = np.random.default_rng(2)
+    X, more = rng.normal(size=(40, 6)), rng.normal(size=(1_100, 6))  # 1,140 rows: two of the transpose's tiles
+    z = X[[5]]
+    grown = KernelColumns(X, KERNEL, limit_bytes=1 << 20)
+    assert grown.rows_t.shape == (6, 40)
+    _column(grown, 5, z)
+    grown.add_rows(more)
+    assert grown.rows_t.shape == (6, 1_140)
+    whole = KernelColumns(np.vstack([X, more]), KERNEL, limit_bytes=1 << 20)
+    np.testing.assert_array_equal(_column(grown, 5, z), _column(whole, 5, z))
+    keep = np.arange(1_140) % 4 != 1
+    grown.keep_rows(keep)
+    np.testing.assert_array_equal(_column(grown, 7, X[[7]]), _column(KernelColumns(np.vstack([X, more])[keep], KERNEL,
+                                                                                   limit_bytes=1 << 20), 7, X[[7]]))
+    large = KernelColumns(more, KERNEL, limit_bytes=more.nbytes - 1)
+    assert large.rows_t is None
+    np.testing.assert_allclose(_column(large, 0, more[[0]]), naive_kernel(more, more[[0]], KERNEL)[:, 0], rtol=1e-13)

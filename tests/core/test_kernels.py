@@ -105,6 +105,71 @@ def test_kernel_rows_into_writes_the_transposed_blocks_rows_where_asked_and_noth
     assert_array_equal(store, expected)
 
 
+def _plain_dots(X, Z):
+    """x_i . z_j as the plain loop sums them: from 0.0, feature by feature in order, one rounding a product and
+    one a sum (Python's floats are IEEE doubles)."""
+    dots = np.zeros((X.shape[0], Z.shape[0]))
+    for i in range(X.shape[0]):
+        for j in range(Z.shape[0]):
+            total = 0.0
+            for f in range(X.shape[1]):
+                total = total + float(X[i, f]) * float(Z[j, f])
+            dots[i, j] = total
+    return dots
+
+
+@pytest.mark.parametrize("n_x, n_z, p", [(1, 1, 1), (7, 3, 4), (1_300, 5, 11), (2_100, 2, 22)],
+                         ids=str)  # 1,300 and 2,100 rows: several tiles of 1,024; odd and even column counts
+def test_kernel_rows_into_from_the_transpose_sums_each_dot_product_in_feature_order(n_x, n_z, p):
+    """With ``x_transposed`` the linear values are the plain loop's sums to the bit, rbf's are those sums finished
+    as every tile finishes its dot products, and only the rows asked change."""
+    from core.kernels import finish_tile
+
+    X, Z = _pairs(n_x, n_z, p, "dense", "dense")
+    X_t = np.ascontiguousarray(X.T)
+    rows = np.arange(n_z)[::-1] * 2 + 1
+    dots = _plain_dots(X, Z)
+    for spec in (KernelSpec("linear"), KernelSpec("rbf", gamma=0.7)):
+        store = np.full((2 * n_z + 2, n_x + 3), -5.0)
+        kernel_rows_into(store, rows, 2, X, Z, spec, x_transposed=X_t)
+        expected = np.full_like(store, -5.0)
+        expected[rows, 2:2 + n_x] = dots.T
+        if spec.name == "rbf":
+            x_sq, z_sq = squared_norms(X), squared_norms(Z)
+            for j, row in enumerate(rows):
+                finish_tile(RBF, expected[row, 2:2 + n_x].reshape(n_x, 1), x_sq, z_sq[j:j + 1], 0.7, 0.0, 3)
+        assert_array_equal(store, expected)
+        assert_allclose(store[rows, 2:2 + n_x], naive_kernel(X, Z, spec).T, rtol=0, atol=1e-12)
+
+
+def test_kernel_rows_into_from_the_transpose_gives_a_value_the_same_bits_wherever_it_stands():
+    """A row's values do not follow the columns computed with it (one at a time, in pairs) nor the rows around
+    it (a slice of X at another offset): the slant path's driver and partitions compute the same columns."""
+    X, Z = _pairs(1_500, 5, 13, "dense", "dense")
+    spec = KernelSpec("rbf", gamma=0.3)
+    together = np.zeros((5, 1_500))
+    kernel_rows_into(together, np.arange(5), 0, X, Z, spec, x_transposed=np.ascontiguousarray(X.T))
+    alone = np.zeros((5, 1_500))
+    for j in range(5):
+        kernel_rows_into(alone, [j], 0, X, Z[j:j + 1], spec, x_transposed=np.ascontiguousarray(X.T))
+    assert_array_equal(alone, together)
+    part = np.zeros((5, 700))
+    kernel_rows_into(part, np.arange(5), 0, X[333:1_033], Z, spec, x_transposed=np.ascontiguousarray(X[333:1_033].T))
+    assert_array_equal(part, together[:, 333:1_033])
+
+
+@pytest.mark.parametrize("x_kind, transpose, message", [
+    ("dense", lambda X: X.T, "x_transposed must be X.T of a dense X \\(shape \\(30, 4\\)\\)"),  # not C-contiguous
+    ("dense", lambda X: np.ascontiguousarray(X.T[:, :29]), "x_transposed must be X.T"),
+    ("dense", lambda X: np.ascontiguousarray(X.T, dtype=np.float32), "x_transposed must be X.T"),
+    ("csr", lambda X: np.ascontiguousarray(X.toarray().T), "x_transposed must be X.T of a dense X"),
+])
+def test_kernel_rows_into_names_a_transpose_it_cannot_use(x_kind, transpose, message):
+    X, Z = _pairs(30, 2, 4, x_kind, "dense")
+    with pytest.raises(ValueError, match=message):
+        kernel_rows_into(np.zeros((2, 30)), [0, 1], 0, X, Z, KernelSpec("rbf", gamma=0.5), x_transposed=transpose(X))
+
+
 @pytest.mark.parametrize("problem, message", [
     (dict(rows=[0, 1]), "rows .* must name a row of K"),
     (dict(rows=[0, 1, 10]), "rows .* must name a row of K"),
