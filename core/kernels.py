@@ -193,7 +193,7 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
                             and x_transposed.flags.c_contiguous and x_transposed.shape == X.shape[::-1]):
         raise ValueError(f"x_transposed must be X.T of a dense X (shape {X.shape}) as a C-contiguous float64 "
                          "array: np.ascontiguousarray(X.T)")
-    _rows_from_transposed(K, rows, int(start), x_transposed, np.ascontiguousarray(Z), *args)
+    _rows_from_transposed(K, rows, int(start), x_transposed, Z, *args)  # Z: _prepared's, C-contiguous
 
 
 _NO_ROWS = np.zeros(0, np.int64)  # ``_tiles``' output rows of a block that is not transposed
