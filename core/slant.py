@@ -429,8 +429,8 @@ class _Held:
         self._columns.add_rows(stack_rows(rows))
         if state:  # examples best at an earlier state: the steps since
             at = [self._column_row(k) for k in steps]  # the store's rows once all are there (it may grow)
-            columns = np.ascontiguousarray(self._columns.K[at, old:self.ids.size])
-            add_steps(self.c[old:], self.y[old:], columns, np.arange(state), self.y[steps], eta, first=since)
+            add_steps(self.c[old:], self.y[old:], self._columns.K[at, old:self.ids.size], np.arange(state),
+                      self.y[steps], eta, first=since)
 
     def release(self, most):
         """Once more than ``most`` of the examples held are not support vectors, stop holding those of least
@@ -477,7 +477,8 @@ def _step_and_rank(c, y, h, keys, ids, K, row, scale, is_sv):
         if v == top and (best < 0 or ranks_before(v, keys[i], ids[i], top, keys[best], ids[best])):
             best = i
         if is_sv[i]:
-            first_sv = i if first_sv < 0 else first_sv
+            if first_sv < 0:
+                first_sv = i
             if v == top_sv and (best_sv < 0 or ranks_before(v, keys[i], ids[i], top_sv, keys[best_sv],
                                                            ids[best_sv])):
                 best_sv = i
@@ -518,7 +519,7 @@ _UNBEATABLE = (np.inf, _FIRST)  # the claim of a step no open example can refute
 # on support vectors: the rule looks at those alone)
 SPECULATED_STEPS = 32  # most steps the driver sends in one round
 HELD_OTHERS = 4096  # most examples the driver holds besides the support vectors (``_Held.release``)
-DRIVER_COLUMN_BYTES = 8 << 20  # the kernel columns the driver keeps (``_Held.column``)
+DRIVER_COLUMN_BYTES = 8 << 20  # the kernel columns the driver keeps (``_Held._column_row``)
 
 
 def _first_report(engine, candidates_per_class):

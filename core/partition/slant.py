@@ -83,16 +83,17 @@ def _add_steps(responses, y, K, rows, scale, first):
     """``add_steps``' loops: where every entry takes every step, four steps a pass over the responses (a
     quarter of their loads and stores, each response stepped in the steps' order: the same bits): 4, 8 and 16
     steps over 25,000 responses took 22, 31 and 56 us against 29, 46 and 87 us a pass a step (in cache)."""
-    t = 0
+    fused = 0  # the steps taken four at a time
     if first.size == 0:
-        while t + 4 <= rows.shape[0]:
+        while fused + 4 <= rows.shape[0]:
+            t = fused
             k0, k1, k2, k3 = K[rows[t]], K[rows[t + 1]], K[rows[t + 2]], K[rows[t + 3]]
             s0, s1, s2, s3 = scale[t], scale[t + 1], scale[t + 2], scale[t + 3]
             for i in range(responses.shape[0]):
                 c = stepped_response(stepped_response(responses[i], s0, y[i], k0[i]), s1, y[i], k1[i])
                 responses[i] = stepped_response(stepped_response(c, s2, y[i], k2[i]), s3, y[i], k3[i])
-            t += 4
-    for t in range(t, rows.shape[0]):
+            fused += 4
+    for t in range(fused, rows.shape[0]):
         values, s = K[rows[t]], scale[t]
         for i in range(responses.shape[0]):
             if first.size == 0 or t >= first[i]:
@@ -100,10 +101,10 @@ def _add_steps(responses, y, K, rows, scale, first):
 
 
 @numba.njit(**NJIT)
-def _check_states(h, c, y, open_, keys, ids, K, cols, scale, applied, first, last, claim_value, claim_key, claim_id,
+def _check_states(h, c, y, open_, keys, ids, K, rows, scale, applied, first, last, claim_value, claim_key, claim_id,
                   best, best_v, best_c, runner_up, runner_up_v):
-    """Carry the responses ``c``, at state ``applied`` on entry (state t: the first t of the steps ``cols``,
-    ``scale`` applied, ``_add_steps``' arithmetic, K transposed: a row per column), through states ``first`` to
+    """Carry the responses ``c``, at state ``applied`` on entry (state t: the first t steps applied, step s with
+    the kernel values ``K[rows[s]]`` and ``scale[s]``, ``_add_steps``' arithmetic), through states ``first`` to
     ``last``, and at each rank the ``open_`` entries of each class slot by (v = h - c desc, key asc, id asc):
     the best two, ``best[t, slot]`` and ``runner_up[t, slot]`` (positions, -1 for none), their violations and
     the best one's response.  Returns the first of those states whose claim (``claim_*[t]``) the best open
@@ -115,7 +116,7 @@ def _check_states(h, c, y, open_, keys, ids, K, cols, scale, applied, first, las
     stepped and ranked the open entries alone."""
     for t in range(first, last + 1):
         if t > applied:
-            col, s = cols[t - 1], scale[t - 1]
+            col, s = rows[t - 1], scale[t - 1]
             for i in range(c.shape[0]):
                 c[i] = stepped_response(c[i], s, y[i], K[col, i])
         floor_neg, floor_pos = runner_up_v[t, NEG], runner_up_v[t, POS]
@@ -280,7 +281,7 @@ def _speculation(data, state, request):
     val_f = None if state["val_f"] is None else state["val_f"].copy()
     state["speculated"] = {"at": at[order], "K_val": K_val, "order": order, "scale": scale,
                            "step_ids": request["step_ids"], "best": best,
-                           "responses": (c, min(refuted, order.size))}  # c at that state
+                           "responses": c, "responses_at": min(refuted, order.size)}  # c's state
     found = best >= 0
     top = np.where(found, best, 0)
     picked, best_row = np.unique(top[found], return_inverse=True)
@@ -323,9 +324,8 @@ def _commit(data, state, stood):
     if speculated is None or stood is None:  # the first speculation after a reset
         return
     order, scale = speculated["order"][:stood], speculated["scale"][:stood]
-    responses, at_state = speculated["responses"]
-    if at_state == stood:
-        state["responses"] = responses
+    if speculated["responses_at"] == stood:
+        state["responses"] = speculated["responses"]
     else:
         add_steps(state["responses"], data.y, state["columns"].K, speculated["at"][:stood], 1.0, scale)
     if state["val_f"] is not None:

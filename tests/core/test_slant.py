@@ -1,6 +1,7 @@
 """The slant-loss sparsifier: batched == one step at a time, Lemmas 4.1 and 4.2, the path, small support sets,
 bad input."""
 
+import copy
 import logging
 import re
 
@@ -239,11 +240,6 @@ def test_a_speculation_reports_the_best_open_examples_along_its_steps_and_commit
     no_steps = dict(step_ids=np.zeros(0, np.int64), step_rows=np.zeros((0, 4)), step_y=np.zeros(0),
                     step_order=np.zeros(0, np.int64), claim_value=np.zeros(0), claim_key=np.zeros(0, np.uint64),
                     claim_id=np.zeros(0, np.int64))
-    every = {**state, "speculated": dict(state["speculated"]), "responses": state["responses"].copy()}
-    every["held"], every["support"] = state["held"].copy(), state["support"].copy()
-    every, _ = slant_round(data, every, dict(base, reset=False, commit=3, release=none, **no_steps))
-    applied = add_steps(np.zeros(len(y)), y, state["columns"].K, state["speculated"]["at"], [y[5], y[9], y[5]], 0.5)
-    np.testing.assert_array_equal(every["responses"], applied)  # all 3 stood: the speculation's own responses
     state, after = slant_round(data, state, dict(base, reset=False, commit=2, release=none, **no_steps))  # 5, 9 stood
     expected = 0.5 * y * (y[5] * naive_kernel(X, X[[5]], KERNEL)[:, 0] + y[9] * naive_kernel(X, X[[9]], KERNEL)[:, 0])
     np.testing.assert_allclose(state["responses"], expected, atol=1e-12)
@@ -258,6 +254,40 @@ def test_a_speculation_reports_the_best_open_examples_along_its_steps_and_commit
                                             sv_coef=0.5 * y[ids]))
     assert rebuilt["sv_ids"].tolist() == [5, 9]
     np.testing.assert_allclose(rebuilt["sv_c"], state["responses"][ids], atol=1e-12)
+
+
+@pytest.mark.parametrize("claimed, stood, taken", [
+    ("none", 3, True),  # every step stood: the speculation checked all 3 states
+    ("none", 2, False),  # another partition refuted step 3: its responses are a step past
+    ("state 1", 1, True),  # this partition refuted step 2 at state 1
+])
+def test_a_commit_takes_the_speculations_responses_where_its_checks_stopped(problem, claimed, stood, taken):
+    X, y, reference = problem
+    data = PartitionData.build(X, y, np.ones(len(y)), np.arange(len(y)))
+    base = {"kernel": KERNEL.to_dict(), "eta": 0.5, "n_select": 3, "ref_rows": reference.support_vectors,
+            "ref_coef": reference.coef, "ref_bias": reference.bias, "release": np.zeros(0, np.int64),
+            "ref_key": content_key(KERNEL, reference.support_vectors, reference.coef)}
+    state, _ = slant_round(data, {}, dict(base, reset=True, sv_ids=np.zeros(0, np.int64), sv_rows=np.zeros((0, 4)),
+                                          sv_coef=np.zeros(0)))
+    ids = np.array([5, 9])
+    steps = dict(reset=False, commit=None, step_ids=ids, step_rows=X[ids], step_y=y[ids], step_order=np.array([0, 1, 0]))
+    claims = dict(claim_value=np.full(4, np.inf), claim_key=np.zeros(4, np.uint64), claim_id=np.zeros(4, np.int64))
+    if claimed == "state 1":  # the best open example at state 1 ties the claim's value and has the smaller id
+        _, unbeaten = slant_round(data, copy.deepcopy(state), dict(base, **steps, **claims))
+        best = unbeaten["best_ids"][1, 1]
+        claims["claim_value"][1] = unbeaten["best_h"][1, 1] - unbeaten["best_c"][1, 1]
+        claims["claim_key"][1], claims["claim_id"][1] = data.keys[best], best + 1
+    state, speculated = slant_round(data, state, dict(base, **steps, **claims))
+    assert speculated["refuted"] == (1 if claimed == "state 1" else 4)
+    own = state["speculated"]["responses"]
+    expected = add_steps(state["responses"].copy(), y, state["columns"].K, state["speculated"]["at"][:stood],
+                         y[[5, 9, 5]][:stood], 0.5)
+    no_steps = dict(step_ids=np.zeros(0, np.int64), step_rows=np.zeros((0, 4)), step_y=np.zeros(0),
+                    step_order=np.zeros(0, np.int64), claim_value=np.zeros(0), claim_key=np.zeros(0, np.uint64),
+                    claim_id=np.zeros(0, np.int64))
+    state, _ = slant_round(data, state, dict(base, reset=False, commit=stood, **no_steps))
+    assert (state["responses"] is own) == taken
+    np.testing.assert_array_equal(state["responses"], expected)
 
 
 @pytest.mark.parametrize("kwargs, message", [
