@@ -198,14 +198,24 @@ def test_steps_added_four_at_a_time_are_the_steps_one_at_a_time_to_the_bit():
         np.testing.assert_array_equal(add_steps(start.copy(), y, K, rows, step_y, 0.3, first=first), expected)
 
 
+def _requests_of(reference):
+    """What every ``slant_round`` request of a path of ``reference`` (4 features) carries."""
+    return {"kernel": KERNEL.to_dict(), "eta": 0.5, "n_select": 3, "ref_rows": reference.support_vectors,
+            "ref_coef": reference.coef, "ref_bias": reference.bias,
+            "ref_key": content_key(KERNEL, reference.support_vectors, reference.coef)}
+
+
+NO_SUPPORT = {"sv_ids": np.zeros(0, np.int64), "sv_rows": np.zeros((0, 4)), "sv_coef": np.zeros(0)}  # a reset's
+NO_STEPS = dict(step_ids=np.zeros(0, np.int64), step_rows=np.zeros((0, 4)), step_y=np.zeros(0),  # a commit alone
+                step_order=np.zeros(0, np.int64), claim_value=np.zeros(0), claim_key=np.zeros(0, np.uint64),
+                claim_id=np.zeros(0, np.int64))
+
+
 def test_a_speculation_reports_the_best_open_examples_along_its_steps_and_commits_what_stood(problem):
     X, y, reference = problem
     data = PartitionData.build(X, y, np.ones(len(y)), np.arange(len(y)))
-    base = {"kernel": KERNEL.to_dict(), "eta": 0.5, "n_select": 3, "ref_rows": reference.support_vectors,
-            "ref_coef": reference.coef, "ref_bias": reference.bias,
-            "ref_key": content_key(KERNEL, reference.support_vectors, reference.coef)}
-    empty = {"sv_ids": np.zeros(0, np.int64), "sv_rows": np.zeros((0, 4)), "sv_coef": np.zeros(0)}
-    state, full = slant_round(data, {}, dict(base, reset=True, **empty))
+    base = _requests_of(reference)
+    state, full = slant_round(data, {}, dict(base, reset=True, **NO_SUPPORT))
     held = state["held"].copy()
     assert held.sum() == 6 and set(np.flatnonzero(held)) == set(full["cand_ids"])
     ids = np.array([5, 9])
@@ -237,10 +247,7 @@ def test_a_speculation_reports_the_best_open_examples_along_its_steps_and_commit
     _, refuted = slant_round(data, dict(state, speculated=None), dict(base, reset=False, commit=None, release=none,
                                                                       **steps, **tie))
     assert refuted["refuted"] == 1 and (refuted["best_ids"][2:] == -1).all()  # later states: not computed
-    no_steps = dict(step_ids=np.zeros(0, np.int64), step_rows=np.zeros((0, 4)), step_y=np.zeros(0),
-                    step_order=np.zeros(0, np.int64), claim_value=np.zeros(0), claim_key=np.zeros(0, np.uint64),
-                    claim_id=np.zeros(0, np.int64))
-    state, after = slant_round(data, state, dict(base, reset=False, commit=2, release=none, **no_steps))  # 5, 9 stood
+    state, after = slant_round(data, state, dict(base, reset=False, commit=2, release=none, **NO_STEPS))  # 5, 9 stood
     expected = 0.5 * y * (y[5] * naive_kernel(X, X[[5]], KERNEL)[:, 0] + y[9] * naive_kernel(X, X[[9]], KERNEL)[:, 0])
     np.testing.assert_allclose(state["responses"], expected, atol=1e-12)
     assert np.flatnonzero(state["support"]).tolist() == [5, 9]
@@ -248,7 +255,7 @@ def test_a_speculation_reports_the_best_open_examples_along_its_steps_and_commit
     assert set(np.flatnonzero(state["held"] & ~held)) == ({5, 9} | newly) - set(np.flatnonzero(held))
     assert not np.isin(after["best_ids"][0], list(newly)).any()  # held now, so no longer open
     released = np.array(sorted(newly - {5, 9}), np.int64)  # the driver gives them back: open again
-    state, _ = slant_round(data, state, dict(base, reset=False, commit=0, release=released, **no_steps))
+    state, _ = slant_round(data, state, dict(base, reset=False, commit=0, release=released, **NO_STEPS))
     assert not state["held"][released].any() and state["held"][[5, 9]].all()
     _, rebuilt = slant_round(data, {}, dict(base, reset=True, sv_ids=ids, sv_rows=X[ids],
                                             sv_coef=0.5 * y[ids]))
@@ -264,11 +271,8 @@ def test_a_speculation_reports_the_best_open_examples_along_its_steps_and_commit
 def test_a_commit_takes_the_speculations_responses_where_its_checks_stopped(problem, claimed, stood, taken):
     X, y, reference = problem
     data = PartitionData.build(X, y, np.ones(len(y)), np.arange(len(y)))
-    base = {"kernel": KERNEL.to_dict(), "eta": 0.5, "n_select": 3, "ref_rows": reference.support_vectors,
-            "ref_coef": reference.coef, "ref_bias": reference.bias, "release": np.zeros(0, np.int64),
-            "ref_key": content_key(KERNEL, reference.support_vectors, reference.coef)}
-    state, _ = slant_round(data, {}, dict(base, reset=True, sv_ids=np.zeros(0, np.int64), sv_rows=np.zeros((0, 4)),
-                                          sv_coef=np.zeros(0)))
+    base = dict(_requests_of(reference), release=np.zeros(0, np.int64))
+    state, _ = slant_round(data, {}, dict(base, reset=True, **NO_SUPPORT))
     ids = np.array([5, 9])
     steps = dict(reset=False, commit=None, step_ids=ids, step_rows=X[ids], step_y=y[ids], step_order=np.array([0, 1, 0]))
     claims = dict(claim_value=np.full(4, np.inf), claim_key=np.zeros(4, np.uint64), claim_id=np.zeros(4, np.int64))
@@ -282,10 +286,7 @@ def test_a_commit_takes_the_speculations_responses_where_its_checks_stopped(prob
     own = state["speculated"]["responses"]
     expected = add_steps(state["responses"].copy(), y, state["columns"].K, state["speculated"]["at"][:stood],
                          y[[5, 9, 5]][:stood], 0.5)
-    no_steps = dict(step_ids=np.zeros(0, np.int64), step_rows=np.zeros((0, 4)), step_y=np.zeros(0),
-                    step_order=np.zeros(0, np.int64), claim_value=np.zeros(0), claim_key=np.zeros(0, np.uint64),
-                    claim_id=np.zeros(0, np.int64))
-    state, _ = slant_round(data, state, dict(base, reset=False, commit=stood, **no_steps))
+    state, _ = slant_round(data, state, dict(base, reset=False, commit=stood, **NO_STEPS))
     assert (state["responses"] is own) == taken
     np.testing.assert_array_equal(state["responses"], expected)
 
