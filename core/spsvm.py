@@ -84,11 +84,12 @@ log = logging.getLogger("spark_bsvm")
 
 SELECTIONS = ("method2", "method1")
 RETRAINS = ("schedule", "always")
-# at most 6 + d / 64 changes of the active set go through rank-one updates of P's factor, more through a
-# refactorisation: one O(d^2) update (``CholeskyFactor.update``) against a LAPACK refactorisation on one BLAS thread
-# (O(d^3 / 3), faster per flop as d grows) broke even at 5.8, 6.7, 10.6, 20.2 and 30.7 changes for d = 50, 200,
-# 400, 1,000 and 2,000 (2026-11-29; the earlier limit d / 8 took 125 updates at d = 1,000, ~6x a refactorisation)
-_RANK_ONE_BASE, _RANK_ONE_SHARE = 6, 64
+# at most 4 + d / 12 changes of the active set go through rank-one updates of P's factor, more through a
+# refactorisation: one O(d^2) update (``CholeskyFactor.update``, its rotations vectorised) against a LAPACK
+# refactorisation on one BLAS thread (O(d^3 / 3), faster per flop as d grows) broke even at 5.3, 9.3, 19.8, 40.9,
+# 65.2, 88.2 and 103.9 changes for d = 50, 100, 200, 400, 700, 1,000 and 2,000 (an AMD EPYC, 2026-11-29; with
+# scalar rotations, at 3.5-26.8 changes, hence the earlier limit 6 + d / 64; ``bench/HISTORY.md``)
+_RANK_ONE_BASE, _RANK_ONE_SHARE = 4, 12
 _MAX_ONE_D_ROUNDS = 50  # safeguarded Newton rounds of a line search or candidate score
 _NEAR_ZERO = 16 * np.finfo(np.float64).eps  # a kink within this share of t of 0 is taken to be at 0
 _MAX_FAILED_DRAWS = 100  # consecutive draws with only candidates in the basis' span before giving up

@@ -1,4 +1,5 @@
-"""CholeskyFactor's append, rank-one update and downdate against a factorisation from scratch."""
+"""CholeskyFactor's append, rank-one update and downdate against a factorisation from scratch, and its loops against
+the same arithmetic written out element by element."""
 
 import numpy as np
 import pytest
@@ -90,3 +91,40 @@ def test_an_append_with_its_half_solve_given_equals_a_plain_append():
     assert plain.append(P[:8, 8], P[8, 8])
     assert given.append(P[:8, 8], P[8, 8], half=given.half_solve(P[:8, 8]))
     np.testing.assert_allclose(given.upper, plain.upper, rtol=1e-12, atol=1e-14)
+
+
+def _rotated_plainly(R, x, sign):
+    """The rotations of ``CholeskyFactor.update`` (sign 1) and ``downdate`` (-1), one element at a time in Python."""
+    R, x = R.copy(), x.copy()
+    for k in range(len(x)):
+        r = np.sqrt(R[k, k] * R[k, k] + sign * x[k] * x[k])
+        c, s = r / R[k, k], x[k] / R[k, k]
+        R[k, k] = r
+        for i in range(k + 1, len(x)):
+            R[k, i] = (R[k, i] + sign * s * x[i]) / c
+            x[i] = c * x[i] - s * R[k, i]
+    return R
+
+
+def _forward_plainly(R, b):
+    """R^-T b by forward substitution, one element at a time in Python, the sums in ``half_solve``'s order."""
+    acc, r = np.zeros(len(b)), np.zeros(len(b))
+    for i in range(len(b)):
+        r[i] = (b[i] - acc[i]) / R[i, i]
+        for k in range(i + 1, len(b)):
+            acc[k] += R[i, k] * r[i]
+    return r
+
+
+@pytest.mark.parametrize("d", [1, 3, 17, 40])
+def test_the_vectorised_loops_give_the_plain_loops_bits(d):
+    P = _spd(d, seed=200 + d)
+    x = np.random.default_rng(d).standard_normal(d)
+    factor = _factor_of(P)
+    R = factor.upper.copy()
+    assert np.array_equal(factor.half_solve(x), _forward_plainly(R, x))
+    factor.update(x)
+    assert np.array_equal(factor.upper, _rotated_plainly(R, x, 1.0))
+    updated = factor.upper.copy()
+    assert factor.downdate(x)
+    assert np.array_equal(factor.upper, _rotated_plainly(updated, x, -1.0))
