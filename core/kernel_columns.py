@@ -11,7 +11,7 @@ than from the rows (``kernel_rows_into``'s ``x_transposed``), when it takes no m
 import numpy as np
 
 from core.kernels import kernel_rows_into
-from core.rows import is_sparse, n_rows, squared_norms, stack_rows, take_rows, to_dense
+from core.rows import n_rows, squared_norms, stack_rows, take_rows, to_dense, transposed_rows
 
 
 class KernelColumns:
@@ -30,7 +30,7 @@ class KernelColumns:
         self.sq_norms = squared_norms(rows) if sq_norms is None else sq_norms
         self.limit_bytes, self.min_columns = limit_bytes, min_columns
         self.n = n_rows(rows)
-        self.rows_t = self._transposed(rows)
+        self.rows_t = transposed_rows(rows, self.limit_bytes)
         self.K = np.empty((self._most(self.n), self.n))  # its pages are touched as columns come
         self.Z = np.empty((self.K.shape[0], rows.shape[1]))
         self.z_sq_norms = np.empty(self.K.shape[0])
@@ -38,12 +38,6 @@ class KernelColumns:
         self.key_at = np.full(self.K.shape[0], -1, np.int64)  # row of K -> key (-1: free)
         self.used = np.zeros(self.K.shape[0], np.int64)  # row of K -> round of its last use
         self.round = 1
-
-    def _transposed(self, rows):
-        """``rows`` transposed (C-contiguous), or None for CSR rows or dense ones beyond ``limit_bytes``."""
-        if is_sparse(rows) or rows.nbytes > self.limit_bytes:
-            return None
-        return np.ascontiguousarray(rows.T, dtype=np.float64)
 
     def _most(self, width):
         return max(self.min_columns, self.limit_bytes // (8 * max(width, 1)))
@@ -59,7 +53,7 @@ class KernelColumns:
     def add_rows(self, rows):
         """Append ``rows`` to the block and complete every kept column over them."""
         old = self.n
-        added_t = None if self.rows_t is None else self._transposed(rows)
+        added_t = None if self.rows_t is None else transposed_rows(rows, self.limit_bytes)
         self.rows = stack_rows([self.rows, rows])
         self.rows_t = None if added_t is None or self.rows.nbytes > self.limit_bytes \
             else np.concatenate([self.rows_t, added_t], axis=1)

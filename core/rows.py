@@ -113,6 +113,15 @@ def stack_rows(blocks):
     return as_rows(sp.vstack([to_csr(b) for b in blocks], format="csr"))
 
 
+def transposed_rows(X, limit_bytes):
+    """A dense block's transpose as a C-contiguous float64 array (p, n), or None for CSR rows or dense ones of more
+    than ``limit_bytes``: ``core.kernels.kernel_rows_into``'s ``x_transposed``, for callers that compute kernel
+    columns over the same rows again and again."""
+    if is_sparse(X) or X.nbytes > limit_bytes:
+        return None
+    return np.ascontiguousarray(X.T, dtype=np.float64)
+
+
 def squared_norms(X):
     """Squared Euclidean norm of every row, shape (n,) float64."""
     if is_sparse(X):

@@ -11,6 +11,7 @@ Per-example state, always a function of the driver's basis J and coefficients be
     factor_i   whether i is in the active set I the driver's factor of P was built with
     z_i        C[i, :d] delta, the outputs of the current Newton direction (line search)
     cand[c, i] K'(x_c, x_i) for the kappa candidates c being scored, one row per candidate
+               (from the rows' transpose where the partition keeps it: ``PartitionData.rows_t``)
 
 With the residual r_i = 1 - y_i o_i, example i is active when r_i > 0 and the loss is
 1/2 sum_i w_i max(0, r_i)^2 (the L2-loss of eq. 4, with instance weights w_i).
@@ -26,7 +27,7 @@ import numba
 import numpy as np
 
 from core.config import NJIT_SUMS
-from core.kernels import KernelSpec, _bits, _float, kernel_block
+from core.kernels import KernelSpec, _bits, _float, kernel_block, kernel_rows_into
 from core.partition.validation import validation_sums
 from core.rows import n_rows, take_rows
 from core.sampling import row_keys, smallest_drawn
@@ -34,11 +35,17 @@ from core.sampling import row_keys, smallest_drawn
 BIAS_TERM = 1.0  # K' = K + 1: the kernel of the feature map (1, phi(x))
 
 
-def basis_kernel(X, Z, kernel, x_sq_norms=None, transposed=False):
+def basis_kernel(X, Z, kernel, x_sq_norms=None, transposed=False, x_transposed=None):
     """K'(x, z) = 1 + K(x, z) for the rows of X and Z (the kernel SpSVM expands in), shape (n_x, n_z);
-    with ``transposed``, its transpose (n_z, n_x), C-contiguous."""
+    with ``transposed``, its transpose (n_z, n_x), C-contiguous, from ``x_transposed`` (dense X's ``X.T``,
+    C-contiguous) when given: ``kernel_rows_into``'s dot products, which on a partition's candidates (7,500 x 54
+    covtype rows, 10 columns) took 243 us against 349 us through the GEMM (one thread, in cache)."""
     spec = kernel if isinstance(kernel, KernelSpec) else KernelSpec.from_dict(kernel)
-    K = kernel_block(X, Z, spec, x_sq_norms=x_sq_norms, transposed=transposed)
+    if transposed and x_transposed is not None:
+        K = np.empty((n_rows(Z), n_rows(X)))
+        kernel_rows_into(K, np.arange(n_rows(Z)), 0, X, Z, spec, x_sq_norms=x_sq_norms, x_transposed=x_transposed)
+    else:
+        K = kernel_block(X, Z, spec, x_sq_norms=x_sq_norms, transposed=transposed)
     K += BIAS_TERM
     return K
 
@@ -241,7 +248,8 @@ def _score_sums(data, state, kernel, rows, coef):
     """The candidates' directional sums at ``coef`` (``_directional_sums``, named as ``SCORE_SUMS``), their
     kernel rows first computed from ``rows`` when given (kept in ``state["cand"]`` for the next rounds)."""
     if rows is not None:
-        state["cand"] = basis_kernel(data.rows, rows, kernel, x_sq_norms=data.sq_norms, transposed=True)
+        state["cand"] = basis_kernel(data.rows, rows, kernel, x_sq_norms=data.sq_norms, transposed=True,
+                                     x_transposed=data.rows_t)
     return dict(zip(SCORE_SUMS, _directional_sums(data, state["o"], state["cand"], coef)))
 
 

@@ -5,7 +5,8 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from core.rows import as_rows, is_sparse, n_rows, squared_norms, stack_rows, take_rows, to_csr, to_dense
+from core.rows import (as_rows, is_sparse, n_rows, squared_norms, stack_rows, take_rows, to_csr, to_dense,
+                       transposed_rows)
 
 
 def _csr(X):
@@ -84,6 +85,15 @@ def test_take_rows(sparse, idx):
     assert_array_equal(to_dense(R), X[np.asarray(idx, dtype=None if len(idx) else int)])
     if not sparse:
         assert R.flags.c_contiguous
+
+
+def test_transposed_rows_only_of_dense_rows_within_the_limit():
+    X = np.arange(12.0).reshape(4, 3)
+    T = transposed_rows(X, limit_bytes=X.nbytes)
+    assert_array_equal(T, X.T)
+    assert T.flags.c_contiguous
+    assert transposed_rows(X, limit_bytes=X.nbytes - 1) is None
+    assert transposed_rows(as_rows(_csr(X)), limit_bytes=1 << 30) is None
 
 
 def test_stack_rows():

@@ -2,11 +2,13 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from core.kernels import KernelSpec
 from core.partition.data import PartitionData
 from core.partition.spsvm import (SCORE_SUMS, _directional_sums, basis_kernel, spsvm_add_basis, spsvm_score,
                                   spsvm_start)
+from core.rows import to_dense
 from tests.naive import naive_kernel
 
 KERNEL = KernelSpec("rbf", gamma=0.5)
@@ -76,13 +78,17 @@ def test_kinks_within_rounding_of_b_close_the_piece_and_those_at_0_stay_within_t
         assert abs(lower[0]) <= 16 * eps * b
 
 
-def test_scoring_keeps_one_kernel_row_per_candidate():
+@pytest.mark.parametrize("sparse", [False, True])
+def test_scoring_keeps_one_kernel_row_per_candidate(sparse):
     data = _partition(50)
+    if sparse:  # CSR rows: no transpose kept, the candidates' rows through the kernel block's tiles
+        data = PartitionData.build(sp.csr_matrix(data.rows), data.y, data.weight, data.ids)
+    assert (data.rows_t is None) == sparse
     candidates = np.random.default_rng(2).standard_normal((3, 4))
     state, _ = spsvm_start(data, None, {"capacity": 4})
     state, answer = spsvm_score(data, state, {"kernel": KERNEL.to_dict(), "rows": candidates,
                                               "coef": np.zeros(3), **NO_DRAW})
-    expected = 1.0 + naive_kernel(candidates, data.rows, KERNEL)
+    expected = 1.0 + naive_kernel(candidates, to_dense(data.rows), KERNEL)
     np.testing.assert_allclose(state["cand"], expected, rtol=1e-12)
     np.testing.assert_allclose(basis_kernel(data.rows, candidates, KERNEL, transposed=True), expected, rtol=1e-12)
     assert answer["loss"] == pytest.approx(np.full(3, 0.5 * data.weight.sum()))
