@@ -1,5 +1,6 @@
 """The block of rows a partition holds for a whole fit; every partition function reads one."""
 
+import functools
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -32,7 +33,6 @@ class PartitionData:
     validation: Optional["PartitionData"] = None
     _keys: np.ndarray = field(default=None, repr=False)
     _id_order: np.ndarray = field(default=None, repr=False)
-    _rows_t: object = field(default=False, repr=False)  # False: not computed yet (None: none to keep)
 
     @classmethod
     def build(cls, rows, y, weight, ids, validation=None):
@@ -72,14 +72,12 @@ class PartitionData:
             self._id_order = np.argsort(self.ids, kind="stable")
         return self._id_order
 
-    @property
+    @functools.cached_property
     def rows_t(self):
         """The rows transposed (``core.rows.transposed_rows``) when they are dense and take at most
         ``TRANSPOSED_LIMIT_BYTES``, else None; computed on first use.  Kernel columns of a few examples at a
         time over these rows (SpSVM-2's candidates) cost less from it than from the rows' GEMM."""
-        if self._rows_t is False:
-            self._rows_t = transposed_rows(self.rows, TRANSPOSED_LIMIT_BYTES)
-        return self._rows_t
+        return transposed_rows(self.rows, TRANSPOSED_LIMIT_BYTES)
 
     def __len__(self):
         return self.y.shape[0]

@@ -116,9 +116,9 @@ def _check_states(h, c, y, open_, keys, ids, K, rows, scale, applied, first, las
     stepped and ranked the open entries alone."""
     for t in range(first, last + 1):
         if t > applied:
-            col, s = rows[t - 1], scale[t - 1]
+            row, s = rows[t - 1], scale[t - 1]
             for i in range(c.shape[0]):
-                c[i] = stepped_response(c[i], s, y[i], K[col, i])
+                c[i] = stepped_response(c[i], s, y[i], K[row, i])
         floor_neg, floor_pos = runner_up_v[t, NEG], runner_up_v[t, POS]
         for i in range(c.shape[0]):
             v = h[i] - c[i]
