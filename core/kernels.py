@@ -9,11 +9,12 @@ Three kernels, with LIBSVM's parameterisation:
 ``kernel_block`` splits K into tiles and runs the tiles on numba's threads,
 each thread taking the next free tile (``core.threads.fetch_add``) so that a
 thread the scheduler puts aside delays only its current tile.
-Each tile takes its dot products x . z from one small GEMM (BLAS for dense X,
-a loop over the stored entries for CSR X) and turns them into kernel values
-while they are still in cache; a few columns over many dense rows, whose GEMM
-runs far below BLAS's rate, can instead be summed from the rows' transpose
-(``kernel_rows_into``'s ``x_transposed``).  rbf uses the exp below, which,
+Each tile takes its dot products x . z from a micro-kernel of fused
+multiply-adds for dense X (``_dense_dots_into``; BLAS's GEMM for float32 dot
+products), a loop over the stored entries for CSR X, and turns them into
+kernel values while they are still in cache; a few columns over many dense
+rows can instead be summed from the rows' transpose (``kernel_rows_into``'s
+``x_transposed``).  rbf uses the exp below, which,
 unlike a call to libm, the compiler vectorises; the element-wise loops
 (exponents, exp, CSR dot products, dot products from a transpose) may take
 512-bit vectors (``_wide_vectors``), with the same values at any width.  The
@@ -36,6 +37,7 @@ from numba.extending import intrinsic
 
 from core.config import NJIT, NJIT_FMA, NJIT_PARALLEL, NJIT_SUMS
 from core.rows import as_rows, is_sparse, squared_norms, to_dense
+from core.simd import lanes_fma, lanes_load, lanes_splat, lanes_store, lanes_zeros
 from core.threads import fetch_add
 from core.validation import check_positive
 
@@ -43,7 +45,7 @@ RBF, LINEAR, POLY = 0, 1, 2
 _CODES = {"rbf": RBF, "linear": LINEAR, "poly": POLY}
 SCALE = "scale"  # KernelSpec's gamma that follows the data, as scikit-learn's SVC(gamma="scale")
 
-_TILE_MACS = 500_000  # multiply-adds per tile; OpenBLAS threads a GEMM from 2^19, and its threads would fight numba's
+_TILE_MACS = 500_000  # multiply-adds per tile; OpenBLAS threads a GEMM (float32 tiles') from 2^19, and its threads would fight numba's
 _TILE_COLS = 256
 # largest tile, 256 KB of dot products that stay in L2 while they become kernel values.  A cap on values, not
 # rows: a one-column block (a slant step, 25,000 x 22 rows) took 0.17 ms in tiles of 128 rows, 0.09 ms whole
@@ -174,9 +176,10 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
     ``x_transposed``: for a dense X, ``X.T`` as a C-contiguous float64 array, which a caller that computes
     column after column over the same rows keeps (``KernelColumns``).  Each dot product is then the plain sum
     of x_f z_f over the features in order (``_dots_from_transposed``), the same bits wherever the row and
-    the column stand, and the values no longer come from BLAS's GEMM, which on a few columns of many rows
-    runs far below its rate: rbf columns of 25,000 x 22 rows, 1, 2 and 4 at a time, took 104, 283 and 282 us
-    through the GEMM against 77, 98 and 182 us from the transpose (in cache, one thread; ``bench/HISTORY.md``).
+    the column stand, and the values do not come from the tiles, which on a few columns of many rows ran far
+    below their rate: rbf columns of 25,000 x 22 rows, 1, 2 and 4 at a time, took 104, 283 and 282 us through
+    the tiles (then OpenBLAS's GEMM) against 77, 98 and 182 us from the transpose (in cache, one thread;
+    ``bench/HISTORY.md``).
     """
     X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, "float64")
     rows = np.asarray(rows, np.int64)
@@ -218,8 +221,8 @@ def _fill(K, out_rows, out_start, X, Z, args, symmetric, transposed, precision):
 
 
 def _typed_views(K):
-    """(K, None) for a float64 K, (None, K) for a float32 one: ``_tiles``' K64 and K32, for the GEMM of a dense tile
-    of whole rows, which writes into the one that is K (numba prunes the other's branch as it compiles)."""
+    """(K, None) for a float64 K, (None, K) for a float32 one: ``_tiles``' K64 and K32, for the dot products of a
+    dense tile of whole rows, which write into the one that is K (numba prunes the other's branch as it compiles)."""
     return (K, None) if K.dtype == np.float64 else (None, K)
 
 
@@ -317,7 +320,7 @@ def _tile_shape(m, depth):
     """Rows and columns of a tile of K, for ``depth`` multiply-adds per kernel value."""
     cols = max(1, min(m, _TILE_COLS, _TILE_MACS // depth))
     rows = max(1, min(_TILE_VALUES // cols, _TILE_MACS // (cols * depth)))
-    return rows, cols
+    return (rows - rows % 8 if rows > 8 else rows), cols  # whole blocks of ``_dense_dots_into``'s eight rows
 
 
 def _worth_a_pool(n, m, depth, rows, cols):
@@ -411,8 +414,9 @@ def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, r
     """Fill K tile by tile on ``workers`` threads, X dense (``csr`` holding empty arrays) or ``csr`` = (data,
     indices, indptr, data32) of a CSR X (X an empty stand-in of the same width; ``_tile_inputs``);
     ``Z_tiles`` and ``Z_tiles32`` (None: float64 dot products) from ``_column_tiles``; ``K64``, ``K32``: K as the
-    one of its dtype, the other None (``_typed_views``), for the GEMM of a dense tile of whole rows, which
-    writes into K.  A dense tile's dot products come from one GEMM.  ``symmetric`` (Z is X, square tiles): the
+    one of its dtype, the other None (``_typed_views``), for the dot products of a dense tile of whole rows,
+    which write into K.  A dense tile's dot products come from ``_dense_dots_into`` (float32: one GEMM).
+    ``symmetric`` (Z is X, square tiles): the
     tiles above the diagonal also fill their mirror.  ``transposed``: K holds K(Z, X), each tile put in
     transposed, the values of z_j in ``K[out_rows[j], out_start:out_start + n]``.
 
@@ -443,7 +447,7 @@ def _fill_tile(t, n_col_tiles, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gam
     Zj = _z_tile(Z_tiles, p, jlo, jhi)
     whole_rows = n_col_tiles == 1 and not csr[2].shape[0] and not transposed and not symmetric and hi - lo > 1
     if whole_rows and K64 is not None:
-        np.dot(X[lo:hi], Zj, K64[lo:hi])  # whole rows: the GEMM writes into K
+        _dense_dots_into(X, lo, hi, Zj, K64[lo:hi])  # whole rows: straight into K
         finish_tile(code, K64[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
     elif whole_rows and K32 is not None and code == RBF:
         np.dot(X[lo:hi].astype(np.float32), _z_tile(Z_tiles32, p, jlo, jhi), K32[lo:hi])  # the same, in float32
@@ -465,8 +469,8 @@ def _fill_tile(t, n_col_tiles, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gam
 def _put_tile(tile, K, lo, jlo, symmetric, transposed, out_rows, out_start):
     """Store the tile of K's rows lo.. and columns jlo.. (``_tiles``' K, ``out_rows`` and ``out_start``), and
     its mirror when K is ``symmetric``: a tile on the diagonal keeps its upper triangle and mirrors it, since a
-    GEMM may sum x_i . x_j and x_j . x_i in other orders at their two places in the tile (OpenBLAS's Haswell
-    kernels on an AMD EPYC did, in float32 on most rows)."""
+    float32 GEMM may sum x_i . x_j and x_j . x_i in other orders at their two places in the tile (OpenBLAS's
+    Haswell kernels on an AMD EPYC did, on most rows)."""
     if transposed:
         _put_transposed(tile, K, out_rows[jlo:jlo + tile.shape[1]], out_start + lo)
         return
@@ -628,21 +632,85 @@ def _rbf_values32(dots, x_sq, z_sq, gamma):
 
 @numba.njit(**NJIT)
 def _dense_dots(X, lo, hi, Zj):
-    """The dot products of dense rows lo..hi-1 of X with the columns of the (p, w) tile Zj, a new float64 tile,
-    from one GEMM.  A single row goes in twice: BLAS hands a one-row GEMM to GEMV, whose sums differ in the
-    last bits (in 138 of 249 values of a 4-feature test), and a row's kernel values should not follow how many
-    rows share its tile (the partitioning, or the rows a partition restores at once: ``core.partition.dual``).
-    Whether they do is the GEMM's: OpenBLAS's kernels on the Intel machines summed each product in one order
-    wherever it stood; its Haswell kernels on an AMD EPYC (Zen 5) do not: there a single row's float64 values
-    differed in the last bit from the same row's in a taller tile in 65 of 450 random cases (2-1,000 rows, 3-54
-    features), and float32 ones on most rows.  CSR rows, summed by ``_csr_dots``, give the same bits wherever
-    they stand."""
-    if hi - lo == 1:
-        twice = np.empty((2, X.shape[1]))
-        for f in range(X.shape[1]):  # a loop, not slice assignments (``core.config``)
-            twice[0, f] = twice[1, f] = X[lo, f]
-        return np.dot(twice, Zj)[:1]
-    return np.dot(X[lo:hi], Zj)
+    """The dot products of dense rows lo..hi-1 of X with the columns of the (p, w) tile Zj, a new float64 tile
+    (``_dense_dots_into``)."""
+    out = np.empty((hi - lo, Zj.shape[1]))
+    _dense_dots_into(X, lo, hi, Zj, out)
+    return out
+
+
+@numba.njit(**NJIT)
+def _dense_dots_into(X, lo, hi, Zj, out):
+    """out[i - lo, j] = x_i . z_j for the dense rows lo..hi-1 of X and the columns of the (p, w) tile Zj, out a
+    C-contiguous (hi - lo, w) array: each the chain of fused multiply-adds over the features in order from 0.0,
+    the same bits wherever the row and the column stand in their tiles (``_fma_chain``, the tests' reference).
+
+    A micro-kernel's accumulators stay in registers across the features (``core.simd``): eight rows by two
+    vectors of eight columns, sixteen independent chains, as many as the FMA units' latency needs.  On this
+    project's AVX-512 machine, 92 x 100 tiles of 54 features on one thread took 1.6-1.8 ns a value against
+    2.1-2.3 ns for OpenBLAS's GEMM (its Haswell kernels, as the machine's environment sets them;
+    ``bench/HISTORY.md``), whose sums had also followed where a row stood in a tile.  Rows left over after
+    the blocks of eight go one at a time (two chains: latency-bound, so ``_tile_shape`` makes tiles of whole
+    blocks)."""
+    p, w = Zj.shape
+    n_features = X.shape[1]
+    x = X.reshape(X.size)
+    z = Zj.reshape(Zj.size)
+    o = out.reshape(out.size)
+    i = lo
+    while i + 8 <= hi:
+        for j in range(0, w, 16):
+            _eight_rows(x, i * n_features, n_features, z, w, j, min(8, w - j), min(8, max(0, w - j - 8)), p, o,
+                        (i - lo) * w + j)
+        i += 8
+    while i < hi:
+        for j in range(0, w, 16):
+            _one_row(x, i * n_features, z, w, j, min(8, w - j), min(8, max(0, w - j - 8)), p, o, (i - lo) * w + j)
+        i += 1
+
+
+@numba.njit(**NJIT)
+def _eight_rows(x, start, n_features, z, w, j, lanes0, lanes1, p, o, at):
+    """o[at + r w + c] = x_(row r) . z_(j + c) for the eight rows from x[start] (``n_features`` apart) and the
+    ``lanes0 + lanes1`` columns j.. of the flat (p, w) tile z (``_dense_dots_into``)."""
+    zero = lanes_zeros()
+    top = bottom = (zero, zero, zero, zero, zero, zero, zero, zero)
+    for f in range(p):
+        za, zb = lanes_load(z, f * w + j, lanes0), lanes_load(z, f * w + j + 8, lanes1)
+        top = _add_four_rows(x, start + f, n_features, za, zb, top)
+        bottom = _add_four_rows(x, start + 4 * n_features + f, n_features, za, zb, bottom)
+    _store_four_rows(o, at, w, lanes0, lanes1, top)
+    _store_four_rows(o, at + 4 * w, w, lanes0, lanes1, bottom)
+
+
+@numba.njit(**NJIT)
+def _add_four_rows(x, at, n_features, za, zb, sums):
+    """One feature's step of four rows' chains: ``sums`` (row r's two vectors at 2r, 2r + 1) plus x[at + r
+    n_features] times za and zb."""
+    a0, b0, a1, b1, a2, b2, a3, b3 = sums
+    v0, v1 = lanes_splat(x[at]), lanes_splat(x[at + n_features])
+    v2, v3 = lanes_splat(x[at + 2 * n_features]), lanes_splat(x[at + 3 * n_features])
+    return (lanes_fma(v0, za, a0), lanes_fma(v0, zb, b0), lanes_fma(v1, za, a1), lanes_fma(v1, zb, b1),
+            lanes_fma(v2, za, a2), lanes_fma(v2, zb, b2), lanes_fma(v3, za, a3), lanes_fma(v3, zb, b3))
+
+
+@numba.njit(**NJIT)
+def _store_four_rows(o, at, w, lanes0, lanes1, sums):
+    """Row r's two vectors of ``sums`` into o[at + r w:], their first ``lanes0`` and ``lanes1`` lanes."""
+    for r in range(4):
+        lanes_store(o, at + r * w, lanes0, sums[2 * r])
+        lanes_store(o, at + r * w + 8, lanes1, sums[2 * r + 1])
+
+
+@numba.njit(**NJIT)
+def _one_row(x, start, z, w, j, lanes0, lanes1, p, o, at):
+    """``_eight_rows`` for the one row from x[start]."""
+    a, b = lanes_zeros(), lanes_zeros()
+    for f in range(p):
+        v = lanes_splat(x[start + f])
+        a, b = lanes_fma(v, lanes_load(z, f * w + j, lanes0), a), lanes_fma(v, lanes_load(z, f * w + j + 8, lanes1), b)
+    lanes_store(o, at, lanes0, a)
+    lanes_store(o, at + 8, lanes1, b)
 
 
 @numba.njit(**NJIT)

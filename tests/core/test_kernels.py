@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -299,14 +300,36 @@ def test_thread_pool_and_calling_thread_fill_the_same_block(monkeypatch, spec, s
 
 @pytest.mark.parametrize("spec", [KernelSpec("rbf", gamma=0.3), KernelSpec("linear")])
 def test_a_rows_values_do_not_depend_on_how_many_rows_share_its_tile(spec):
-    # a one-row GEMM goes to GEMV in BLAS, with other last bits; a partition that restores one shrunk row,
-    # or ends on a one-row tile, must get the values it gets among other rows
+    # a partition that restores one shrunk row, or ends on a one-row tile, must get the values it gets among
+    # other rows (BLAS hands a one-row GEMM to GEMV, with other last bits: the float32 tiles' GEMM guards it)
     rng = np.random.default_rng(5)
     X, Z, coef = rng.normal(size=(9, 4)), rng.normal(size=(249, 4)), rng.normal(size=249)
     block, times = kernel_block(X, Z, spec), kernel_times(X, Z, spec, coef)
     for k in range(9):
         assert_array_equal(kernel_block(X[k:k + 1], Z, spec)[0], block[k])
         assert kernel_times(X[k:k + 1], Z, spec, coef)[0] == times[k]
+
+
+def _fma_chain(x, z):
+    """x . z as a chain of fused multiply-adds over the features in order from 0.0, each rounded once (exact
+    rationals, then the correctly rounded float): the dense float64 tiles' sums, written out."""
+    total = 0.0
+    for a, b in zip(x, z):
+        total = float(Fraction(a) * Fraction(b) + Fraction(total))
+    return total
+
+
+@pytest.mark.parametrize("n_x, n_z, p", [(1, 1, 1), (3, 7, 5), (8, 16, 9), (21, 19, 13), (17, 3, 30)], ids=str)
+def test_dense_dot_products_are_chains_of_fused_multiply_adds_wherever_a_row_stands(n_x, n_z, p):
+    """A dense float64 block's dot products (its linear values) are each x . z summed by fused multiply-adds over
+    the features in order, to the bit: in blocks of eight rows and in the rows after them, in vectors of eight
+    columns and in the part of a vector after them.  So a row's values are the same bits whichever rows share
+    its tile."""
+    X, Z = _pairs(n_x, n_z, p, "dense", "dense")
+    K = kernel_block(X, Z, KernelSpec("linear"))
+    assert_array_equal(K, [[_fma_chain(x, z) for z in Z] for x in X])
+    for k in range(n_x):
+        assert_array_equal(kernel_block(X[k:], Z, KernelSpec("linear"))[0], K[k])
 
 
 @pytest.mark.parametrize("kind", KINDS)
