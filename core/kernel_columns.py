@@ -22,7 +22,7 @@ class KernelColumns:
     ``spec``: the kernel.  The columns take at most ``limit_bytes`` (at least ``min_columns`` of them),
     except that a column used since ``begin_round`` is never given up: a round that uses more gets more.
     Dense rows of at most ``limit_bytes`` are also kept transposed (``rows_t``, else None), and every value
-    is then the plain sum over the features in order, whatever the columns computed with it.
+    is then ``kernel_block``'s to the bit, whatever the columns computed with it.
     """
 
     def __init__(self, rows, spec, limit_bytes, min_columns=1, sq_norms=None):

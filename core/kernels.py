@@ -14,10 +14,10 @@ multiply-adds for dense X (``_dense_dots_into``; BLAS's GEMM for float32 dot
 products), a loop over the stored entries for CSR X, and turns them into
 kernel values while they are still in cache; a few columns over many dense
 rows can instead be summed from the rows' transpose (``kernel_rows_into``'s
-``x_transposed``).  rbf uses the exp below, which,
-unlike a call to libm, the compiler vectorises; the element-wise loops
-(exponents, exp, CSR dot products, dot products from a transpose) may take
-512-bit vectors (``_wide_vectors``), with the same values at any width.  The
+``x_transposed``), with the same bits as the tiles.  rbf uses the exp below,
+which, unlike a call to libm, the compiler vectorises; the element-wise loops
+(exponents, exp, CSR dot products) may take 512-bit vectors
+(``_wide_vectors``), with the same values at any width.  The
 njit helpers select the kernel by an integer code, so each compiles once.
 ``kernel_times`` applies K(X, Z) to a vector without forming K: each tile is
 reduced against its coefficients while in cache, which saves the block's trip
@@ -174,12 +174,13 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
     ``K``: a C-contiguous float64 array; ``rows``: distinct rows of it, one per row of Z.
 
     ``x_transposed``: for a dense X, ``X.T`` as a C-contiguous float64 array, which a caller that computes
-    column after column over the same rows keeps (``KernelColumns``).  Each dot product is then the plain sum
-    of x_f z_f over the features in order (``_dots_from_transposed``), the same bits wherever the row and
-    the column stand, and the values do not come from the tiles, which on a few columns of many rows ran far
-    below their rate: rbf columns of 25,000 x 22 rows, 1, 2 and 4 at a time, took 104, 283 and 282 us through
-    the tiles (then OpenBLAS's GEMM) against 77, 98 and 182 us from the transpose (in cache, one thread;
-    ``bench/HISTORY.md``).
+    column after column over the same rows keeps (``KernelColumns``).  The dot products are then summed with
+    the rows in the vectors' lanes (``_dots_from_transposed``), the same chains of fused multiply-adds as the
+    tiles' and so the same bits, where the tiles, with the columns in the lanes, run far below their rate on
+    a few columns of many rows: rbf columns of 25,000 x 22 rows, 1, 2 and 4 at a time, took 104, 283 and
+    282 us through the tiles (then OpenBLAS's GEMM) against 77, 98 and 182 us from the transpose (then summed
+    in memory, two columns and four features a pass), and 81-91, 93-100 and 121-128 us from the transpose
+    with the sums in registers (in cache, one thread; ``bench/HISTORY.md``).
     """
     X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, "float64")
     rows = np.asarray(rows, np.int64)
@@ -489,81 +490,76 @@ def _put_tile(tile, K, lo, jlo, symmetric, transposed, out_rows, out_start):
         _put_transposed(tile, K, np.arange(jlo, jlo + w), lo)
 
 
-_TRANSPOSED_TILE = 1024  # rows a pass of ``_rows_from_transposed``: two columns' 8 KB and X.T's 4 x 8 KB in L1/L2
+_TRANSPOSED_TILE = 1024  # rows a pass of ``_rows_from_transposed``: four columns' 32 KB made kernel values in L1/L2
 
 
 @numba.njit(**NJIT)
 def _rows_from_transposed(K, out_rows, start, X_t, Z, code, x_sq, z_sq, gamma, coef0, degree):
     """``kernel_rows_into``'s K[out_rows[j], start:start + n] from X_t = X.T (p, n): tile by tile of
-    ``_TRANSPOSED_TILE`` rows, two columns at a time, each column's dot products summed straight into its row of
-    K (``_dots_from_transposed``) and made kernel values there while in cache (``finish_tile`` of an (h, 1)
-    tile: the exponents and exp every other tile takes)."""
+    ``_TRANSPOSED_TILE`` rows, four columns at a time, their dot products (``_dots_from_transposed``) written
+    into their rows of K and made kernel values there while in cache (``finish_tile`` of an (h, 1) tile: the
+    exponents and exp every other tile takes)."""
     n, w = X_t.shape[1], Z.shape[0]
+    x_t = X_t.reshape(X_t.size)
     for lo in range(0, n, _TRANSPOSED_TILE):
         hi = min(lo + _TRANSPOSED_TILE, n)
-        for j in range(0, w, 2):
-            a = K[out_rows[j], start + lo:start + hi]
-            pair = j + 1 < w
-            b = K[out_rows[j + 1], start + lo:start + hi] if pair else a
-            _dots_from_transposed(a, b, pair, X_t, lo, hi, Z[j], Z[j + 1] if pair else Z[j])
-            finish_tile(code, a.reshape((hi - lo, 1)), x_sq[lo:hi], z_sq[j:j + 1], gamma, coef0, degree)
-            if pair:
-                finish_tile(code, b.reshape((hi - lo, 1)), x_sq[lo:hi], z_sq[j + 1:j + 2], gamma, coef0, degree)
+        for j in range(0, w, 4):
+            last = min(j + 4, w) - 1  # a call of fewer than four columns repeats its last one
+            rows = (K[out_rows[j], start:start + n], K[out_rows[min(j + 1, last)], start:start + n],
+                    K[out_rows[min(j + 2, last)], start:start + n], K[out_rows[last], start:start + n])
+            columns = (Z[j], Z[min(j + 1, last)], Z[min(j + 2, last)], Z[last])
+            _dots_from_transposed(rows, x_t, n, lo, hi, columns)
+            for c in range(j, last + 1):
+                finish_tile(code, K[out_rows[c], start + lo:start + hi].reshape((hi - lo, 1)), x_sq[lo:hi],
+                            z_sq[c:c + 1], gamma, coef0, degree)
 
 
 @numba.njit(**NJIT)
-def _dots_from_transposed(a, b, pair, X_t, lo, hi, za, zb):
-    """a[i] = x_(lo+i) . za, and b[i] = x_(lo+i) . zb when ``pair``, each the sum over the features f in order of
-    X_t[f, lo + i] z[f] from 0.0 (plain IEEE arithmetic: the same bits as that loop written out).  Four features a
-    pass over the rows lo..hi-1 (a quarter of a's loads and stores), both columns in one pass (X_t's loads
-    shared): the dot products of 25,000 x 22 rows with 4 columns took 120 us in cache against 165 us a column
-    at a time."""
-    p = X_t.shape[0]
-    a[:] = 0.0
-    if pair:
-        b[:] = 0.0
-    f = 0
-    while f + 4 <= p:
-        if pair:
-            _add_four_features_twice(a, b, X_t, lo, hi, f, za, zb)
-        else:
-            _add_four_features(a, X_t, lo, hi, f, za)
-        f += 4
-    for f in range(f, p):
-        _add_feature(a, X_t[f, lo:hi], za[f])
-        if pair:
-            _add_feature(b, X_t[f, lo:hi], zb[f])
+def _dots_from_transposed(rows, x_t, n, lo, hi, columns):
+    """rows[c][i] = x_i . z_c for i in lo..hi-1 and the four columns z_c, from the flat X.T ``x_t`` (rows of n):
+    each the chain of fused multiply-adds over the features in order from 0.0, as ``_dense_dots_into``'s, so the
+    same bits as the tiles give (``core.simd``: the sums of 32 rows and four columns in registers across the
+    features).  The rows left over after the blocks of 32 go eight (or fewer) at a time."""
+    p = columns[0].shape[0]
+    i = lo
+    while i + 32 <= hi:
+        zero = lanes_zeros()
+        sums = (zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero)
+        for f in range(p):
+            at = f * n + i
+            sums = _add_feature_to_four_columns(
+                (lanes_load(x_t, at, 8), lanes_load(x_t, at + 8, 8), lanes_load(x_t, at + 16, 8),
+                 lanes_load(x_t, at + 24, 8)), columns, f, sums)
+        for c in range(4):
+            for v in range(4):
+                lanes_store(rows[c], i + 8 * v, 8, sums[4 * c + v])
+        i += 32
+    while i < hi:
+        lanes = min(8, hi - i)
+        zero = lanes_zeros()
+        a, b, c, d = zero, zero, zero, zero
+        for f in range(p):
+            x = lanes_load(x_t, f * n + i, lanes)
+            a, b = lanes_fma(x, lanes_splat(columns[0][f]), a), lanes_fma(x, lanes_splat(columns[1][f]), b)
+            c, d = lanes_fma(x, lanes_splat(columns[2][f]), c), lanes_fma(x, lanes_splat(columns[3][f]), d)
+        for column, value in enumerate((a, b, c, d)):
+            lanes_store(rows[column], i, lanes, value)
+        i += lanes
 
 
 @numba.njit(**NJIT)
-def _add_four_features_twice(a, b, X_t, lo, hi, f, za, zb):
-    """``_add_four_features`` into a with za and into b with zb, in one pass."""
-    _wide_vectors()
-    x0, x1, x2, x3 = X_t[f, lo:hi], X_t[f + 1, lo:hi], X_t[f + 2, lo:hi], X_t[f + 3, lo:hi]
-    a0, a1, a2, a3 = za[f], za[f + 1], za[f + 2], za[f + 3]
-    b0, b1, b2, b3 = zb[f], zb[f + 1], zb[f + 2], zb[f + 3]
-    for i in range(hi - lo):
-        u0, u1, u2, u3 = x0[i], x1[i], x2[i], x3[i]
-        a[i] = (((a[i] + u0 * a0) + u1 * a1) + u2 * a2) + u3 * a3
-        b[i] = (((b[i] + u0 * b0) + u1 * b1) + u2 * b2) + u3 * b3
-
-
-@numba.njit(**NJIT)
-def _add_four_features(a, X_t, lo, hi, f, z):
-    """a[i] += X_t[f + k, lo + i] z[f + k] for k = 0..3, added in that order (element-wise: ``_wide_vectors``)."""
-    _wide_vectors()
-    x0, x1, x2, x3 = X_t[f, lo:hi], X_t[f + 1, lo:hi], X_t[f + 2, lo:hi], X_t[f + 3, lo:hi]
-    z0, z1, z2, z3 = z[f], z[f + 1], z[f + 2], z[f + 3]
-    for i in range(hi - lo):
-        a[i] = (((a[i] + x0[i] * z0) + x1[i] * z1) + x2[i] * z2) + x3[i] * z3
-
-
-@numba.njit(**NJIT)
-def _add_feature(a, x, z):
-    """a[i] += x[i] z."""
-    _wide_vectors()
-    for i in range(a.shape[0]):
-        a[i] = a[i] + x[i] * z
+def _add_feature_to_four_columns(x, columns, f, sums):
+    """One feature's step of ``_dots_from_transposed``'s 16 chains: sums[4 c + v] plus x[v] times column c's
+    value of feature f."""
+    out = sums
+    z0, z1 = lanes_splat(columns[0][f]), lanes_splat(columns[1][f])
+    z2, z3 = lanes_splat(columns[2][f]), lanes_splat(columns[3][f])
+    return (lanes_fma(x[0], z0, out[0]), lanes_fma(x[1], z0, out[1]), lanes_fma(x[2], z0, out[2]),
+            lanes_fma(x[3], z0, out[3]), lanes_fma(x[0], z1, out[4]), lanes_fma(x[1], z1, out[5]),
+            lanes_fma(x[2], z1, out[6]), lanes_fma(x[3], z1, out[7]), lanes_fma(x[0], z2, out[8]),
+            lanes_fma(x[1], z2, out[9]), lanes_fma(x[2], z2, out[10]), lanes_fma(x[3], z2, out[11]),
+            lanes_fma(x[0], z3, out[12]), lanes_fma(x[1], z3, out[13]), lanes_fma(x[2], z3, out[14]),
+            lanes_fma(x[3], z3, out[15]))
 
 
 @numba.njit(**NJIT)

@@ -106,39 +106,32 @@ def test_kernel_rows_into_writes_the_transposed_blocks_rows_where_asked_and_noth
     assert_array_equal(store, expected)
 
 
-def _plain_dots(X, Z):
-    """x_i . z_j as the plain loop sums them: from 0.0, feature by feature in order, one rounding a product and
-    one a sum (Python's floats are IEEE doubles)."""
-    dots = np.zeros((X.shape[0], Z.shape[0]))
-    for i in range(X.shape[0]):
-        for j in range(Z.shape[0]):
-            total = 0.0
-            for f in range(X.shape[1]):
-                total = total + float(X[i, f]) * float(Z[j, f])
-            dots[i, j] = total
-    return dots
+def _fma_chain(x, z):
+    """x . z as a chain of fused multiply-adds over the features in order from 0.0, each rounded once (exact
+    rationals, then the correctly rounded float): the dense float64 tiles' sums, written out."""
+    total = 0.0
+    for a, b in zip(x, z):
+        total = float(Fraction(a) * Fraction(b) + Fraction(total))
+    return total
 
 
 @pytest.mark.parametrize("n_x, n_z, p", [(1, 1, 1), (7, 3, 4), (1_300, 5, 11), (2_100, 2, 22)],
-                         ids=str)  # 1,300 and 2,100 rows: several tiles of 1,024; odd and even column counts
-def test_kernel_rows_into_from_the_transpose_sums_each_dot_product_in_feature_order(n_x, n_z, p):
-    """With ``x_transposed`` the linear values are the plain loop's sums to the bit, rbf's are those sums finished
-    as every tile finishes its dot products, and only the rows asked change."""
-    from core.kernels import finish_tile
-
+                         ids=str)  # 1,300 and 2,100 rows: tiles of 1,024, blocks of 32 and the rows after them
+def test_kernel_rows_into_from_the_transpose_gives_the_tiles_bits(n_x, n_z, p):
+    """With ``x_transposed`` the linear values are the chains of fused multiply-adds over the features in order,
+    to the bit, and the rbf values ``kernel_block``'s (whose tiles sum the same chains); only the rows asked
+    change."""
     X, Z = _pairs(n_x, n_z, p, "dense", "dense")
     X_t = np.ascontiguousarray(X.T)
     rows = np.arange(n_z)[::-1] * 2 + 1
-    dots = _plain_dots(X, Z)
     for spec in (KernelSpec("linear"), KernelSpec("rbf", gamma=0.7)):
         store = np.full((2 * n_z + 2, n_x + 3), -5.0)
         kernel_rows_into(store, rows, 2, X, Z, spec, x_transposed=X_t)
         expected = np.full_like(store, -5.0)
-        expected[rows, 2:2 + n_x] = dots.T
-        if spec.name == "rbf":
-            x_sq, z_sq = squared_norms(X), squared_norms(Z)
-            for j, row in enumerate(rows):
-                finish_tile(RBF, expected[row, 2:2 + n_x].reshape(n_x, 1), x_sq, z_sq[j:j + 1], 0.7, 0.0, 3)
+        if spec.name == "linear":
+            expected[rows, 2:2 + n_x] = [[_fma_chain(x, z) for x in X] for z in Z]
+        else:
+            expected[rows, 2:2 + n_x] = kernel_block(X, Z, spec, transposed=True)
         assert_array_equal(store, expected)
         assert_allclose(store[rows, 2:2 + n_x], naive_kernel(X, Z, spec).T, rtol=0, atol=1e-12)
 
@@ -308,15 +301,6 @@ def test_a_rows_values_do_not_depend_on_how_many_rows_share_its_tile(spec):
     for k in range(9):
         assert_array_equal(kernel_block(X[k:k + 1], Z, spec)[0], block[k])
         assert kernel_times(X[k:k + 1], Z, spec, coef)[0] == times[k]
-
-
-def _fma_chain(x, z):
-    """x . z as a chain of fused multiply-adds over the features in order from 0.0, each rounded once (exact
-    rationals, then the correctly rounded float): the dense float64 tiles' sums, written out."""
-    total = 0.0
-    for a, b in zip(x, z):
-        total = float(Fraction(a) * Fraction(b) + Fraction(total))
-    return total
 
 
 @pytest.mark.parametrize("n_x, n_z, p", [(1, 1, 1), (3, 7, 5), (8, 16, 9), (21, 19, 13), (17, 3, 30)], ids=str)
