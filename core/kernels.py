@@ -712,7 +712,11 @@ def _one_row(x, start, z, w, j, lanes0, lanes1, p, o, at):
 @numba.njit(**NJIT)
 def _dense_dots32(X, lo, hi, Zj32):
     """``_dense_dots`` in float32: a float32 GEMM of the rows rounded to float32 with the float32 tile Zj32, a new
-    float32 tile (a single row in twice, as there)."""
+    float32 tile.  A single row goes in twice: BLAS hands a one-row GEMM to GEMV, whose sums differ in the last
+    bits (in 138 of 249 values of a 4-feature test), and a row's values should not follow how many rows share
+    its tile (the partitioning, or the rows a partition restores at once: ``core.partition.dual``).  Other
+    heights may still sum a row in other orders (OpenBLAS's Haswell kernels on an AMD EPYC did, on most rows);
+    the float64 tiles' own chains do not (``_dense_dots_into``)."""
     single = X[lo:hi].astype(np.float32)
     if hi - lo == 1:
         single = np.vstack((single, single))
