@@ -31,10 +31,8 @@ its steps pushed up: those that may be stepped on soon), the runner-ups bounding
 step of every round stands, the step sequence is that of the one-step-at-a-time algorithm, and the same
 for any row order and partitioning, while a round takes as many steps as the held examples predict.  (The
 driver steps what it holds with kernel columns of its own, whose values are a partition's to the bit
-(``KernelColumns``: each dot product summed in the features' or the entries' order) except where a
-partition's dense rows take more memory than its column store, whose columns BLAS's GEMM then sums in
-another order: two examples whose violations tie exactly, identical examples, can then be taken in the
-other order, the same model up to their ids.)
+(``KernelColumns``: a dense row's dot products the same chains of fused multiply-adds from the rows'
+transpose as from ``kernel_block``'s tiles, a CSR row's summed in its entries' order).)
 On ijcnn1 to 1,000 support vectors: 2,093 steps in 274 rounds (310 when the first round reported 64 examples
 per class instead of ``_first_report``'s 1,024); with the bound of the steps the driver could prove alone (the
 reported bound plus eta Kmax per step on the other class) that replaced it, 2,087.

@@ -7,7 +7,7 @@ and with numba's pool sleeping when idle and BLAS on one thread 4.1 s.  Two thin
 - OpenBLAS threads every matrix-vector product of the partitions and the driver (K_JI^T v, the
   Cholesky solves).  Those are memory-bound and small; its threads spin between calls and, on a busy
   machine, each call waits for a descheduled helper thread.  ``one_blas_thread`` runs a fit with
-  BLAS on one thread (the kernel blocks' GEMMs already run one per numba thread).
+  BLAS on one thread (the kernel blocks' tiles already run one per numba thread).
 - libgomp, numba's OpenMP layer, keeps idle pool threads spinning for a while after each parallel
   loop.  ``OMP_WAIT_POLICY=PASSIVE`` makes them sleep at once.  libgomp reads it when it starts (at
   numba's first parallel loop), so ``core.config`` sets it when ``core`` is imported; a value the

@@ -76,7 +76,7 @@ class PartitionData:
     def rows_t(self):
         """The rows transposed (``core.rows.transposed_rows``) when they are dense and take at most
         ``TRANSPOSED_LIMIT_BYTES``, else None; computed on first use.  Kernel columns of a few examples at a
-        time over these rows (SpSVM-2's candidates) cost less from it than from the rows' GEMM."""
+        time over these rows (SpSVM-2's candidates) cost less from it than from the tiles of ``kernel_block``."""
         return transposed_rows(self.rows, TRANSPOSED_LIMIT_BYTES)
 
     def __len__(self):
