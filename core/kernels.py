@@ -45,7 +45,8 @@ RBF, LINEAR, POLY = 0, 1, 2
 _CODES = {"rbf": RBF, "linear": LINEAR, "poly": POLY}
 SCALE = "scale"  # KernelSpec's gamma that follows the data, as scikit-learn's SVC(gamma="scale")
 
-_TILE_MACS = 500_000  # multiply-adds per tile; OpenBLAS threads a GEMM (float32 tiles') from 2^19, and its threads would fight numba's
+# multiply-adds per tile; OpenBLAS threads a GEMM (the float32 tiles') from 2^19, and its threads would fight numba's
+_TILE_MACS = 500_000
 _TILE_COLS = 256
 # largest tile, 256 KB of dot products that stay in L2 while they become kernel values.  A cap on values, not
 # rows: a one-column block (a slant step, 25,000 x 22 rows) took 0.17 ms in tiles of 128 rows, 0.09 ms whole
@@ -504,11 +505,14 @@ def _rows_from_transposed(K, out_rows, start, X_t, Z, code, x_sq, z_sq, gamma, c
     for lo in range(0, n, _TRANSPOSED_TILE):
         hi = min(lo + _TRANSPOSED_TILE, n)
         for j in range(0, w, 4):
-            last = min(j + 4, w) - 1  # a call of fewer than four columns repeats its last one
-            rows = (K[out_rows[j], start:start + n], K[out_rows[min(j + 1, last)], start:start + n],
-                    K[out_rows[min(j + 2, last)], start:start + n], K[out_rows[last], start:start + n])
-            columns = (Z[j], Z[min(j + 1, last)], Z[min(j + 2, last)], Z[last])
-            _dots_from_transposed(rows, x_t, n, lo, hi, columns)
+            last = min(j + 4, w) - 1  # two or three columns: the four columns' sums, the last one repeated
+            if last == j:
+                _dots_from_transposed_one(K[out_rows[j], start:start + n], x_t, n, lo, hi, Z[j])
+            else:
+                rows = (K[out_rows[j], start:start + n], K[out_rows[min(j + 1, last)], start:start + n],
+                        K[out_rows[min(j + 2, last)], start:start + n], K[out_rows[last], start:start + n])
+                columns = (Z[j], Z[min(j + 1, last)], Z[min(j + 2, last)], Z[last])
+                _dots_from_transposed(rows, x_t, n, lo, hi, columns)
             for c in range(j, last + 1):
                 finish_tile(code, K[out_rows[c], start + lo:start + hi].reshape((hi - lo, 1)), x_sq[lo:hi],
                             z_sq[c:c + 1], gamma, coef0, degree)
@@ -545,6 +549,27 @@ def _dots_from_transposed(rows, x_t, n, lo, hi, columns):
         for column, value in enumerate((a, b, c, d)):
             lanes_store(rows[column], i, lanes, value)
         i += lanes
+
+
+@numba.njit(**NJIT)
+def _dots_from_transposed_one(row, x_t, n, lo, hi, z):
+    """``_dots_from_transposed`` for the one column z: 32 rows' sums in registers a pass, the last pass's vectors
+    masked to the rows left."""
+    p = z.shape[0]
+    for i in range(lo, hi, 32):
+        lanes0, lanes1 = min(8, hi - i), min(8, max(0, hi - i - 8))
+        lanes2, lanes3 = min(8, max(0, hi - i - 16)), min(8, max(0, hi - i - 24))
+        a0 = a1 = a2 = a3 = lanes_zeros()
+        for f in range(p):
+            at, value = f * n + i, lanes_splat(z[f])
+            a0 = lanes_fma(lanes_load(x_t, at, lanes0), value, a0)
+            a1 = lanes_fma(lanes_load(x_t, at + 8, lanes1), value, a1)
+            a2 = lanes_fma(lanes_load(x_t, at + 16, lanes2), value, a2)
+            a3 = lanes_fma(lanes_load(x_t, at + 24, lanes3), value, a3)
+        lanes_store(row, i, lanes0, a0)
+        lanes_store(row, i + 8, lanes1, a1)
+        lanes_store(row, i + 16, lanes2, a2)
+        lanes_store(row, i + 24, lanes3, a3)
 
 
 @numba.njit(**NJIT)
