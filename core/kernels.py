@@ -418,9 +418,8 @@ def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, r
     ``Z_tiles`` and ``Z_tiles32`` (None: float64 dot products) from ``_column_tiles``; ``K64``, ``K32``: K as the
     one of its dtype, the other None (``_typed_views``), for the dot products of a dense tile of whole rows,
     which write into K.  A dense tile's dot products come from ``_dense_dots_into`` (float32: one GEMM).
-    ``symmetric`` (Z is X, square tiles): the
-    tiles above the diagonal also fill their mirror.  ``transposed``: K holds K(Z, X), each tile put in
-    transposed, the values of z_j in ``K[out_rows[j], out_start:out_start + n]``.
+    ``symmetric`` (Z is X, square tiles): the tiles above the diagonal also fill their mirror.  ``transposed``:
+    K holds K(Z, X), each tile put in transposed, the values of z_j in ``K[out_rows[j], out_start:out_start + n]``.
 
     A tile is ``_fill_tile``'s: the loop of the threads holds nothing else, so that numba compiles a tile's work
     once for the pooled loops and their serial twin, not again inside the pool's outlined loop, and compiles
@@ -576,15 +575,14 @@ def _dots_from_transposed_one(row, x_t, n, lo, hi, z):
 def _add_feature_to_four_columns(x, columns, f, sums):
     """One feature's step of ``_dots_from_transposed``'s 16 chains: sums[4 c + v] plus x[v] times column c's
     value of feature f."""
-    out = sums
     z0, z1 = lanes_splat(columns[0][f]), lanes_splat(columns[1][f])
     z2, z3 = lanes_splat(columns[2][f]), lanes_splat(columns[3][f])
-    return (lanes_fma(x[0], z0, out[0]), lanes_fma(x[1], z0, out[1]), lanes_fma(x[2], z0, out[2]),
-            lanes_fma(x[3], z0, out[3]), lanes_fma(x[0], z1, out[4]), lanes_fma(x[1], z1, out[5]),
-            lanes_fma(x[2], z1, out[6]), lanes_fma(x[3], z1, out[7]), lanes_fma(x[0], z2, out[8]),
-            lanes_fma(x[1], z2, out[9]), lanes_fma(x[2], z2, out[10]), lanes_fma(x[3], z2, out[11]),
-            lanes_fma(x[0], z3, out[12]), lanes_fma(x[1], z3, out[13]), lanes_fma(x[2], z3, out[14]),
-            lanes_fma(x[3], z3, out[15]))
+    return (lanes_fma(x[0], z0, sums[0]), lanes_fma(x[1], z0, sums[1]), lanes_fma(x[2], z0, sums[2]),
+            lanes_fma(x[3], z0, sums[3]), lanes_fma(x[0], z1, sums[4]), lanes_fma(x[1], z1, sums[5]),
+            lanes_fma(x[2], z1, sums[6]), lanes_fma(x[3], z1, sums[7]), lanes_fma(x[0], z2, sums[8]),
+            lanes_fma(x[1], z2, sums[9]), lanes_fma(x[2], z2, sums[10]), lanes_fma(x[3], z2, sums[11]),
+            lanes_fma(x[0], z3, sums[12]), lanes_fma(x[1], z3, sums[13]), lanes_fma(x[2], z3, sums[14]),
+            lanes_fma(x[3], z3, sums[15]))
 
 
 @numba.njit(**NJIT)
@@ -664,12 +662,12 @@ def _dense_dots(X, lo, hi, Zj):
 def _dense_dots_into(X, lo, hi, Zj, out):
     """out[i - lo, j] = x_i . z_j for the dense rows lo..hi-1 of X and the columns of the (p, w) tile Zj, out a
     C-contiguous (hi - lo, w) array: each the chain of fused multiply-adds over the features in order from 0.0,
-    the same bits wherever the row and the column stand in their tiles (``_fma_chain``, the tests' reference).
+    the same bits wherever the row and the column stand in their tiles (the tests write the chains out).
 
     A micro-kernel's accumulators stay in registers across the features (``core.simd``): eight rows by two
     vectors of eight columns, sixteen independent chains, as many as the FMA units' latency needs.  On this
-    project's AVX-512 machine, 92 x 100 tiles of 54 features on one thread took 1.6-1.8 ns a value against
-    2.1-2.3 ns for OpenBLAS's GEMM (its Haswell kernels, as the machine's environment sets them;
+    project's AVX-512 machine, 88 x 100 tiles of 54 features on one thread took 1.48 ns a value against 2.29 ns
+    for OpenBLAS's GEMM (its Haswell kernels, as the machine's environment sets them;
     ``bench/HISTORY.md``), whose sums had also followed where a row stood in a tile.  Rows left over after
     the blocks of eight go one at a time (two chains: latency-bound, so ``_tile_shape`` makes tiles of whole
     blocks)."""

@@ -49,22 +49,23 @@ def _address(context, builder, array_type, array, start):
 
 def _mask(builder, count):
     """Lanes 0..count-1 set."""
-    return builder.icmp_unsigned("<", _LANE_INDEX, _splat_int(builder, count))
+    return builder.icmp_unsigned("<", _LANE_INDEX, _splat(builder, _LANE_INDEX.type, count))
 
 
-def _splat_int(builder, value):
-    """An int64 in every lane of an <8 x i64>."""
-    vector_type = ir.VectorType(ir.IntType(64), 8)
+def _splat(builder, vector_type, value):
+    """``value`` in every lane of a vector of ``vector_type``."""
     one = builder.insert_element(ir.Constant(vector_type, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
     return builder.shuffle_vector(one, ir.Constant(vector_type, ir.Undefined),
                                   ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
 
 
 def _intrinsic_function(builder, name, return_type, argument_types):
+    """The LLVM intrinsic ``name`` of that signature, declared in the module being built."""
     return cgutils.get_or_insert_function(builder.module, ir.FunctionType(return_type, argument_types), name)
 
 
-def _checked_array(array):
+def _flat_float64(array):
+    """Whether numba's type ``array`` is a 1-d C-contiguous float64 array, which the loads and stores take."""
     return isinstance(array, types.Array) and array.ndim == 1 and array.dtype == types.float64 and \
         array.layout == "C"
 
@@ -72,7 +73,7 @@ def _checked_array(array):
 @intrinsic
 def lanes_load(typingctx, array, start, count):
     """Lanes 0..count-1 from ``array[start:start + count]``, zeros in the others (module doc)."""
-    if not _checked_array(array):
+    if not _flat_float64(array):
         return None
 
     def codegen(context, builder, signature, args):
@@ -88,7 +89,7 @@ def lanes_load(typingctx, array, start, count):
 @intrinsic
 def lanes_store(typingctx, array, start, count, value):
     """Lanes 0..count-1 of ``value`` into ``array[start:start + count]`` (module doc)."""
-    if not _checked_array(array) or value != lanes8:
+    if not _flat_float64(array) or value != lanes8:
         return None
 
     def codegen(context, builder, signature, args):
@@ -108,9 +109,7 @@ def lanes_splat(typingctx, x):
         return None
 
     def codegen(context, builder, signature, args):
-        one = builder.insert_element(ir.Constant(_VECTOR, ir.Undefined), args[0], ir.Constant(ir.IntType(32), 0))
-        return builder.shuffle_vector(one, ir.Constant(_VECTOR, ir.Undefined),
-                                      ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
+        return _splat(builder, _VECTOR, args[0])
 
     return lanes8(types.float64), codegen
 
