@@ -10,8 +10,8 @@ Three kernels, with LIBSVM's parameterisation:
 each thread taking the next free tile (``core.threads.fetch_add``) so that a
 thread the scheduler puts aside delays only its current tile.
 Each tile takes its dot products x . z from a micro-kernel of fused
-multiply-adds for dense X (``_dense_dots_into``; BLAS's GEMM for float32 dot
-products), a loop over the stored entries for CSR X, and turns them into
+multiply-adds for dense X (``_dense_dots_into``, in float64 or float32), a
+loop over the stored entries for CSR X, and turns them into
 kernel values while they are still in cache; a few columns over many dense
 rows can instead be summed from the rows' transpose (``kernel_rows_into``'s
 ``x_transposed``), with the same bits as the tiles.  rbf uses the exp below,
@@ -37,7 +37,7 @@ from numba.extending import intrinsic
 
 from core.config import NJIT, NJIT_FMA, NJIT_PARALLEL, NJIT_SUMS
 from core.rows import as_rows, is_sparse, squared_norms, to_dense
-from core.simd import lanes_fma, lanes_load, lanes_splat, lanes_store, lanes_zeros
+from core.simd import lanes_fma, lanes_load, lanes_splat, lanes_store, lanes_width, lanes_zeros
 from core.threads import fetch_add
 from core.validation import check_positive
 
@@ -45,7 +45,8 @@ RBF, LINEAR, POLY = 0, 1, 2
 _CODES = {"rbf": RBF, "linear": LINEAR, "poly": POLY}
 SCALE = "scale"  # KernelSpec's gamma that follows the data, as scikit-learn's SVC(gamma="scale")
 
-# multiply-adds per tile; OpenBLAS threads a GEMM (the float32 tiles') from 2^19, and its threads would fight numba's
+# multiply-adds per tile: the tiles numba's threads share out (sized to keep OpenBLAS's GEMM, which summed the dense
+# tiles until the forty-sixth session, below the 2^19 at which it started threads of its own)
 _TILE_MACS = 500_000
 _TILE_COLS = 256
 # largest tile, 256 KB of dot products that stay in L2 while they become kernel values.  A cap on values, not
@@ -53,7 +54,7 @@ _TILE_COLS = 256
 _TILE_VALUES = 1 << 15
 _GRAM_TILE = 128  # side of a Gram matrix's square tiles
 # how kernel values are computed: "float64", or "float32", the rows and Z rounded to float32 and their dot
-# products summed in float32 (half the memory traffic): a float32 GEMM for dense rows (twice BLAS's rate),
+# products summed in float32 (half the memory traffic): twice the lanes in the dense rows' micro-kernel,
 # float32 entries and tiles in the CSR loop (on 1,000 x 54 tiles of 12-entry rows, 1.2-1.4 against 1.8 ns
 # per value on one thread).  rbf then takes exp in float32 as well (``_exp32``, twice the vector lanes and half
 # the polynomial: 0.6 against 1.7 ns per value of a 128 x 256 tile, with the exponents), its exponent -gamma
@@ -287,10 +288,9 @@ def _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision):
 
 def _column_tiles(Z, cols, precision):
     """The rows of the dense Z by column tiles of K, each tile's rows transposed: tile t, Z[t cols:(t + 1) cols].T
-    of shape (p, w), is C-contiguous at offset p t cols of one flat array (``_z_tile`` reads it back).  A
-    tile's GEMM then takes a plain (p, w) operand, on which OpenBLAS ran 1.3-2.7x faster than on the
-    transposed Z[jlo:jhi].T for tiles of 6-128 rows (p = 22, 54, 300 features, w = 2-256 columns), and a
-    CSR row's entries read contiguous rows of it.
+    of shape (p, w), is C-contiguous at offset p t cols of one flat array (``_z_tile`` reads it back).  The
+    dense rows' micro-kernel loads a feature's columns from one of its rows as vectors (``_dense_dots_into``),
+    and a CSR row's entries read contiguous rows of it.
 
     Returns the tiles and, for ``precision="float32"``, the same tiles in float32, else None: the tile loops then
     take the dot products in float64.  numba compiles the loops once for each (a None argument is a type of its
@@ -417,7 +417,7 @@ def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, r
     indices, indptr, data32) of a CSR X (X an empty stand-in of the same width; ``_tile_inputs``);
     ``Z_tiles`` and ``Z_tiles32`` (None: float64 dot products) from ``_column_tiles``; ``K64``, ``K32``: K as the
     one of its dtype, the other None (``_typed_views``), for the dot products of a dense tile of whole rows,
-    which write into K.  A dense tile's dot products come from ``_dense_dots_into`` (float32: one GEMM).
+    which write into K.  A dense tile's dot products come from ``_dense_dots_into``.
     ``symmetric`` (Z is X, square tiles): the tiles above the diagonal also fill their mirror.  ``transposed``:
     K holds K(Z, X), each tile put in transposed, the values of z_j in ``K[out_rows[j], out_start:out_start + n]``.
 
@@ -451,7 +451,7 @@ def _fill_tile(t, n_col_tiles, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gam
         _dense_dots_into(X, lo, hi, Zj, K64[lo:hi])  # whole rows: straight into K
         finish_tile(code, K64[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
     elif whole_rows and K32 is not None and code == RBF:
-        np.dot(X[lo:hi].astype(np.float32), _z_tile(Z_tiles32, p, jlo, jhi), K32[lo:hi])  # the same, in float32
+        _dense_dots_into(X, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), K32[lo:hi])  # the same, in float32
         _rbf_values32(K32[lo:hi], x_sq[lo:hi], z_sq, gamma)
     elif not symmetric or jlo >= lo:  # below the diagonal, a symmetric K is the mirror
         if Z_tiles32 is None:
@@ -469,9 +469,9 @@ def _fill_tile(t, n_col_tiles, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gam
 @numba.njit(**NJIT)
 def _put_tile(tile, K, lo, jlo, symmetric, transposed, out_rows, out_start):
     """Store the tile of K's rows lo.. and columns jlo.. (``_tiles``' K, ``out_rows`` and ``out_start``), and
-    its mirror when K is ``symmetric``: a tile on the diagonal keeps its upper triangle and mirrors it, since a
-    float32 GEMM may sum x_i . x_j and x_j . x_i in other orders at their two places in the tile (OpenBLAS's
-    Haswell kernels on an AMD EPYC did, on most rows)."""
+    its mirror when K is ``symmetric``: a tile on the diagonal keeps its upper triangle and mirrors it, so that
+    K is exactly symmetric whatever order a tile sums in (OpenBLAS's GEMM, which summed the dense tiles until the
+    forty-sixth session, took x_i . x_j and x_j . x_i in other orders on an AMD EPYC)."""
     if transposed:
         _put_transposed(tile, K, out_rows[jlo:jlo + tile.shape[1]], out_start + lo)
         return
@@ -526,7 +526,7 @@ def _dots_from_transposed(rows, x_t, n, lo, hi, columns):
     p = columns[0].shape[0]
     i = lo
     while i + 32 <= hi:
-        zero = lanes_zeros()
+        zero = lanes_zeros(x_t)
         sums = (zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero)
         for f in range(p):
             at = f * n + i
@@ -539,12 +539,12 @@ def _dots_from_transposed(rows, x_t, n, lo, hi, columns):
         i += 32
     while i < hi:
         lanes = min(8, hi - i)
-        zero = lanes_zeros()
+        zero = lanes_zeros(x_t)
         a, b, c, d = zero, zero, zero, zero
         for f in range(p):
             x = lanes_load(x_t, f * n + i, lanes)
-            a, b = lanes_fma(x, lanes_splat(columns[0][f]), a), lanes_fma(x, lanes_splat(columns[1][f]), b)
-            c, d = lanes_fma(x, lanes_splat(columns[2][f]), c), lanes_fma(x, lanes_splat(columns[3][f]), d)
+            a, b = lanes_fma(x, lanes_splat(x, columns[0][f]), a), lanes_fma(x, lanes_splat(x, columns[1][f]), b)
+            c, d = lanes_fma(x, lanes_splat(x, columns[2][f]), c), lanes_fma(x, lanes_splat(x, columns[3][f]), d)
         for column, value in enumerate((a, b, c, d)):
             lanes_store(rows[column], i, lanes, value)
         i += lanes
@@ -558,9 +558,9 @@ def _dots_from_transposed_one(row, x_t, n, lo, hi, z):
     for i in range(lo, hi, 32):
         lanes0, lanes1 = min(8, hi - i), min(8, max(0, hi - i - 8))
         lanes2, lanes3 = min(8, max(0, hi - i - 16)), min(8, max(0, hi - i - 24))
-        a0 = a1 = a2 = a3 = lanes_zeros()
+        a0 = a1 = a2 = a3 = lanes_zeros(x_t)
         for f in range(p):
-            at, value = f * n + i, lanes_splat(z[f])
+            at, value = f * n + i, lanes_splat(x_t, z[f])
             a0 = lanes_fma(lanes_load(x_t, at, lanes0), value, a0)
             a1 = lanes_fma(lanes_load(x_t, at + 8, lanes1), value, a1)
             a2 = lanes_fma(lanes_load(x_t, at + 16, lanes2), value, a2)
@@ -575,8 +575,8 @@ def _dots_from_transposed_one(row, x_t, n, lo, hi, z):
 def _add_feature_to_four_columns(x, columns, f, sums):
     """One feature's step of ``_dots_from_transposed``'s 16 chains: sums[4 c + v] plus x[v] times column c's
     value of feature f."""
-    z0, z1 = lanes_splat(columns[0][f]), lanes_splat(columns[1][f])
-    z2, z3 = lanes_splat(columns[2][f]), lanes_splat(columns[3][f])
+    z0, z1 = lanes_splat(x[0], columns[0][f]), lanes_splat(x[0], columns[1][f])
+    z2, z3 = lanes_splat(x[0], columns[2][f]), lanes_splat(x[0], columns[3][f])
     return (lanes_fma(x[0], z0, sums[0]), lanes_fma(x[1], z0, sums[1]), lanes_fma(x[2], z0, sums[2]),
             lanes_fma(x[3], z0, sums[3]), lanes_fma(x[0], z1, sums[4]), lanes_fma(x[1], z1, sums[5]),
             lanes_fma(x[2], z1, sums[6]), lanes_fma(x[3], z1, sums[7]), lanes_fma(x[0], z2, sums[8]),
@@ -662,7 +662,8 @@ def _dense_dots(X, lo, hi, Zj):
 def _dense_dots_into(X, lo, hi, Zj, out):
     """out[i - lo, j] = x_i . z_j for the dense rows lo..hi-1 of X and the columns of the (p, w) tile Zj, out a
     C-contiguous (hi - lo, w) array: each the chain of fused multiply-adds over the features in order from 0.0,
-    the same bits wherever the row and the column stand in their tiles (the tests write the chains out).
+    the same bits wherever the row and the column stand in their tiles (the tests write the chains out).  In
+    Zj's dtype: float64, or float32 with twice the lanes, each x rounded to float32 as it is taken.
 
     A micro-kernel's accumulators stay in registers across the features (``core.simd``): eight rows by two
     vectors of eight columns, sixteen independent chains, as many as the FMA units' latency needs.  On this
@@ -676,26 +677,29 @@ def _dense_dots_into(X, lo, hi, Zj, out):
     x = X.reshape(X.size)
     z = Zj.reshape(Zj.size)
     o = out.reshape(out.size)
+    width = lanes_width(z)
     i = lo
     while i + 8 <= hi:
-        for j in range(0, w, 16):
-            _eight_rows(x, i * n_features, n_features, z, w, j, min(8, w - j), min(8, max(0, w - j - 8)), p, o,
-                        (i - lo) * w + j)
+        for j in range(0, w, 2 * width):
+            _eight_rows(x, i * n_features, n_features, z, w, j, min(width, w - j), min(width, max(0, w - j - width)),
+                        p, o, (i - lo) * w + j)
         i += 8
     while i < hi:
-        for j in range(0, w, 16):
-            _one_row(x, i * n_features, z, w, j, min(8, w - j), min(8, max(0, w - j - 8)), p, o, (i - lo) * w + j)
+        for j in range(0, w, 2 * width):
+            _one_row(x, i * n_features, z, w, j, min(width, w - j), min(width, max(0, w - j - width)), p, o,
+                     (i - lo) * w + j)
         i += 1
 
 
 @numba.njit(**NJIT)
 def _eight_rows(x, start, n_features, z, w, j, lanes0, lanes1, p, o, at):
     """o[at + r w + c] = x_(row r) . z_(j + c) for the eight rows from x[start] (``n_features`` apart) and the
-    ``lanes0 + lanes1`` columns j.. of the flat (p, w) tile z (``_dense_dots_into``)."""
-    zero = lanes_zeros()
+    ``lanes0 + lanes1`` columns j.. of the flat (p, w) tile z, in z's dtype (``_dense_dots_into``)."""
+    zero = lanes_zeros(z)
     top = bottom = (zero, zero, zero, zero, zero, zero, zero, zero)
+    width = lanes_width(z)
     for f in range(p):
-        za, zb = lanes_load(z, f * w + j, lanes0), lanes_load(z, f * w + j + 8, lanes1)
+        za, zb = lanes_load(z, f * w + j, lanes0), lanes_load(z, f * w + j + width, lanes1)
         top = _add_four_rows(x, start + f, n_features, za, zb, top)
         bottom = _add_four_rows(x, start + 4 * n_features + f, n_features, za, zb, bottom)
     _store_four_rows(o, at, w, lanes0, lanes1, top)
@@ -705,10 +709,10 @@ def _eight_rows(x, start, n_features, z, w, j, lanes0, lanes1, p, o, at):
 @numba.njit(**NJIT)
 def _add_four_rows(x, at, n_features, za, zb, sums):
     """One feature's step of four rows' chains: ``sums`` (row r's two vectors at 2r, 2r + 1) plus x[at + r
-    n_features] times za and zb."""
+    n_features], rounded to the vectors' dtype, times za and zb."""
     a0, b0, a1, b1, a2, b2, a3, b3 = sums
-    v0, v1 = lanes_splat(x[at]), lanes_splat(x[at + n_features])
-    v2, v3 = lanes_splat(x[at + 2 * n_features]), lanes_splat(x[at + 3 * n_features])
+    v0, v1 = lanes_splat(za, x[at]), lanes_splat(za, x[at + n_features])
+    v2, v3 = lanes_splat(za, x[at + 2 * n_features]), lanes_splat(za, x[at + 3 * n_features])
     return (lanes_fma(v0, za, a0), lanes_fma(v0, zb, b0), lanes_fma(v1, za, a1), lanes_fma(v1, zb, b1),
             lanes_fma(v2, za, a2), lanes_fma(v2, zb, b2), lanes_fma(v3, za, a3), lanes_fma(v3, zb, b3))
 
@@ -716,34 +720,32 @@ def _add_four_rows(x, at, n_features, za, zb, sums):
 @numba.njit(**NJIT)
 def _store_four_rows(o, at, w, lanes0, lanes1, sums):
     """Row r's two vectors of ``sums`` into o[at + r w:], their first ``lanes0`` and ``lanes1`` lanes."""
+    width = lanes_width(o)
     for r in range(4):
         lanes_store(o, at + r * w, lanes0, sums[2 * r])
-        lanes_store(o, at + r * w + 8, lanes1, sums[2 * r + 1])
+        lanes_store(o, at + r * w + width, lanes1, sums[2 * r + 1])
 
 
 @numba.njit(**NJIT)
 def _one_row(x, start, z, w, j, lanes0, lanes1, p, o, at):
     """``_eight_rows`` for the one row from x[start]."""
-    a, b = lanes_zeros(), lanes_zeros()
+    a = b = lanes_zeros(z)
+    width = lanes_width(z)
     for f in range(p):
-        v = lanes_splat(x[start + f])
-        a, b = lanes_fma(v, lanes_load(z, f * w + j, lanes0), a), lanes_fma(v, lanes_load(z, f * w + j + 8, lanes1), b)
+        v = lanes_splat(a, x[start + f])
+        a = lanes_fma(v, lanes_load(z, f * w + j, lanes0), a)
+        b = lanes_fma(v, lanes_load(z, f * w + j + width, lanes1), b)
     lanes_store(o, at, lanes0, a)
-    lanes_store(o, at + 8, lanes1, b)
+    lanes_store(o, at + width, lanes1, b)
 
 
 @numba.njit(**NJIT)
 def _dense_dots32(X, lo, hi, Zj32):
-    """``_dense_dots`` in float32: a float32 GEMM of the rows rounded to float32 with the float32 tile Zj32, a new
-    float32 tile.  A single row goes in twice: BLAS hands a one-row GEMM to GEMV, whose sums differ in the last
-    bits (in 138 of 249 values of a 4-feature test), and a row's values should not follow how many rows share
-    its tile (the partitioning, or the rows a partition restores at once: ``core.partition.dual``).  Other
-    heights may still sum a row in other orders (OpenBLAS's Haswell kernels on an AMD EPYC did, on most rows);
-    the float64 tiles' own chains do not (``_dense_dots_into``)."""
-    single = X[lo:hi].astype(np.float32)
-    if hi - lo == 1:
-        single = np.vstack((single, single))
-    return np.dot(single, Zj32)[:hi - lo]
+    """``_dense_dots`` in float32: the rows rounded to float32 against the float32 tile Zj32, a new float32 tile
+    (``_dense_dots_into``'s chains in float32)."""
+    out = np.empty((hi - lo, Zj32.shape[1]), np.float32)
+    _dense_dots_into(X, lo, hi, Zj32, out)
+    return out
 
 
 @numba.njit(**NJIT)

@@ -1,62 +1,84 @@
-"""Eight float64 lanes as one value inside njit code: LLVM's <8 x double>, for loops that numba's own
-vectoriser leaves in memory.
+"""A 512-bit vector of float lanes as one value inside njit code: LLVM's <8 x double> or <16 x float>, for
+loops that numba's own vectoriser leaves in memory.
 
 A matrix product's micro-kernel keeps its accumulators in registers across the sum over the features; numba
 has no such values, and LLVM, given loops over arrays, vectorises the innermost one and loads and stores its
-accumulators at every feature.  ``Lanes8`` values are SSA values of the vector type, which LLVM keeps in
-registers (a 512-bit one where the CPU has AVX-512, two 256-bit ones where it has AVX2).  The operations:
+accumulators at every feature.  ``Lanes`` values are SSA values of the vector type, which LLVM keeps in
+registers (a 512-bit one where the CPU has AVX-512, two 256-bit ones where it has AVX2): eight lanes of
+float64, or sixteen of float32, the dtype of the array they come from.  The operations:
 
-    lanes_load(a, start, count)       a[start:start + count] in lanes 0..count-1 (count <= 8), zeros above
+    lanes_load(a, start, count)       a[start:start + count] in lanes 0..count-1, zeros above
     lanes_store(a, start, count, v)   lanes 0..count-1 of v into a[start:start + count]
-    lanes_splat(x)                    x in every lane
-    lanes_zeros()                     0.0 in every lane
+    lanes_width(like)                 the lanes of a vector (8 or 16), a compile-time constant
+    lanes_splat(like, x)              x, rounded to the lanes' dtype, in every lane
+    lanes_zeros(like)                 0 in every lane
     lanes_fma(x, z, acc)              x z + acc in each lane, rounded once (LLVM's llvm.fma)
 
-``a`` is a 1-d C-contiguous float64 array; no bounds are checked (the callers' loops keep within them).  Loads
-and stores of fewer than 8 lanes are masked, so the lanes past ``count`` touch no memory.
+``a`` is a 1-d C-contiguous float64 or float32 array, ``like`` such an array or a vector, whose dtype picks
+the lanes; no bounds are checked (the callers' loops keep within them).  Loads and stores of fewer lanes than
+a vector holds are masked, so the lanes past ``count`` touch no memory.
 """
 
 from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic, models, register_model
 
-_VECTOR = ir.VectorType(ir.DoubleType(), 8)
-_MASK = ir.VectorType(ir.IntType(1), 8)
-_LANE_INDEX = ir.Constant(ir.VectorType(ir.IntType(64), 8), list(range(8)))
+
+class Lanes(types.Type):
+    """numba's type of a 512-bit vector of ``dtype`` lanes (types.float64: 8, types.float32: 16)."""
+
+    def __init__(self, dtype):
+        self.dtype, self.count = dtype, 512 // dtype.bitwidth
+        super().__init__(name=f"Lanes({dtype}x{self.count})")
 
 
-class Lanes8(types.Type):
-    """numba's type of eight float64 lanes."""
-
-    def __init__(self):
-        super().__init__(name="Lanes8")
+LANES = {dtype: Lanes(dtype) for dtype in (types.float64, types.float32)}
 
 
-lanes8 = Lanes8()
+def _vector(lanes):
+    """The LLVM vector type of ``lanes``."""
+    return ir.VectorType(ir.DoubleType() if lanes.dtype == types.float64 else ir.FloatType(), lanes.count)
 
 
-@register_model(Lanes8)
-class _Lanes8Model(models.PrimitiveModel):
+def _name(lanes):
+    """LLVM's suffix for intrinsics over ``lanes``: v8f64, v16f32."""
+    return f"v{lanes.count}f{lanes.dtype.bitwidth}"
+
+
+@register_model(Lanes)
+class _LanesModel(models.PrimitiveModel):
     def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, _VECTOR)
+        super().__init__(dmm, fe_type, _vector(fe_type))
 
 
-def _address(context, builder, array_type, array, start):
-    """The address of ``array[start]`` as a pointer to eight lanes."""
+def _lanes_of(like):
+    """The ``Lanes`` of an array's dtype, or of a vector; None for any other type."""
+    if isinstance(like, Lanes):
+        return like
+    if isinstance(like, types.Array) and like.ndim == 1 and like.layout == "C":
+        return LANES.get(like.dtype)
+    return None
+
+
+def _address(context, builder, array_type, array, start, lanes):
+    """The address of ``array[start]`` as a pointer to a vector of ``lanes``."""
     data = context.make_array(array_type)(context, builder, array).data
-    return builder.bitcast(builder.gep(data, [start]), _VECTOR.as_pointer())
+    return builder.bitcast(builder.gep(data, [start]), _vector(lanes).as_pointer())
 
 
-def _mask(builder, count):
+def _mask(builder, lanes, count):
     """Lanes 0..count-1 set."""
-    return builder.icmp_unsigned("<", _LANE_INDEX, _splat(builder, _LANE_INDEX.type, count))
+    index_type = ir.VectorType(ir.IntType(64), lanes.count)
+    return builder.icmp_unsigned("<", ir.Constant(index_type, list(range(lanes.count))),
+                                 _splat(builder, index_type, count))
 
 
 def _splat(builder, vector_type, value):
     """``value`` in every lane of a vector of ``vector_type``."""
     one = builder.insert_element(ir.Constant(vector_type, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
+    count = vector_type.count
     return builder.shuffle_vector(one, ir.Constant(vector_type, ir.Undefined),
-                                  ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
+                                  ir.Constant(ir.VectorType(ir.IntType(32), count), [0] * count))
 
 
 def _intrinsic_function(builder, name, return_type, argument_types):
@@ -64,74 +86,93 @@ def _intrinsic_function(builder, name, return_type, argument_types):
     return cgutils.get_or_insert_function(builder.module, ir.FunctionType(return_type, argument_types), name)
 
 
-def _flat_float64(array):
-    """Whether numba's type ``array`` is a 1-d C-contiguous float64 array, which the loads and stores take."""
-    return isinstance(array, types.Array) and array.ndim == 1 and array.dtype == types.float64 and \
-        array.layout == "C"
-
-
 @intrinsic
 def lanes_load(typingctx, array, start, count):
     """Lanes 0..count-1 from ``array[start:start + count]``, zeros in the others (module doc)."""
-    if not _flat_float64(array):
+    lanes = _lanes_of(array)
+    if lanes is None or isinstance(array, Lanes):
         return None
 
     def codegen(context, builder, signature, args):
-        address = _address(context, builder, signature.args[0], args[0], args[1])
-        load = _intrinsic_function(builder, "llvm.masked.load.v8f64.p0v8f64", _VECTOR,
-                                   [_VECTOR.as_pointer(), ir.IntType(32), _MASK, _VECTOR])
-        return builder.call(load, [address, ir.Constant(ir.IntType(32), 8), _mask(builder, args[2]),
-                                   ir.Constant(_VECTOR, [0.0] * 8)])
+        vector = _vector(lanes)
+        address = _address(context, builder, signature.args[0], args[0], args[1], lanes)
+        load = _intrinsic_function(builder, f"llvm.masked.load.{_name(lanes)}.p0{_name(lanes)}", vector,
+                                   [vector.as_pointer(), ir.IntType(32), ir.VectorType(ir.IntType(1), lanes.count),
+                                    vector])
+        return builder.call(load, [address, ir.Constant(ir.IntType(32), lanes.dtype.bitwidth // 8),
+                                   _mask(builder, lanes, args[2]), ir.Constant(vector, [0.0] * lanes.count)])
 
-    return lanes8(array, types.intp, types.intp), codegen
+    return lanes(array, types.intp, types.intp), codegen
 
 
 @intrinsic
 def lanes_store(typingctx, array, start, count, value):
     """Lanes 0..count-1 of ``value`` into ``array[start:start + count]`` (module doc)."""
-    if not _flat_float64(array) or value != lanes8:
+    lanes = _lanes_of(array)
+    if lanes is None or isinstance(array, Lanes) or value != lanes:
         return None
 
     def codegen(context, builder, signature, args):
-        address = _address(context, builder, signature.args[0], args[0], args[1])
-        store = _intrinsic_function(builder, "llvm.masked.store.v8f64.p0v8f64", ir.VoidType(),
-                                    [_VECTOR, _VECTOR.as_pointer(), ir.IntType(32), _MASK])
-        builder.call(store, [args[3], address, ir.Constant(ir.IntType(32), 8), _mask(builder, args[2])])
+        vector = _vector(lanes)
+        address = _address(context, builder, signature.args[0], args[0], args[1], lanes)
+        store = _intrinsic_function(builder, f"llvm.masked.store.{_name(lanes)}.p0{_name(lanes)}", ir.VoidType(),
+                                    [vector, vector.as_pointer(), ir.IntType(32),
+                                     ir.VectorType(ir.IntType(1), lanes.count)])
+        builder.call(store, [args[3], address, ir.Constant(ir.IntType(32), lanes.dtype.bitwidth // 8),
+                             _mask(builder, lanes, args[2])])
         return context.get_dummy_value()
 
-    return types.void(array, types.intp, types.intp, lanes8), codegen
+    return types.void(array, types.intp, types.intp, lanes), codegen
 
 
-@intrinsic
-def lanes_splat(typingctx, x):
-    """``x`` in every lane."""
-    if x != types.float64:
+def _constant(like, result_type, value):
+    """Typing and codegen of an intrinsic of ``like`` alone whose result, of ``result_type(lanes)``, is the
+    constant ``value(context, lanes)`` (``lanes``: ``like``'s ``Lanes``)."""
+    lanes = _lanes_of(like)
+    if lanes is None:
         return None
 
     def codegen(context, builder, signature, args):
-        return _splat(builder, _VECTOR, args[0])
+        return value(context, lanes)
 
-    return lanes8(types.float64), codegen
+    return result_type(lanes)(like), codegen
 
 
 @intrinsic
-def lanes_zeros(typingctx):
-    """0.0 in every lane."""
+def lanes_width(typingctx, like):
+    """The lanes of ``like``'s vectors: 8 for float64, 16 for float32."""
+    return _constant(like, lambda lanes: types.intp,
+                     lambda context, lanes: context.get_constant(types.intp, lanes.count))
+
+
+@intrinsic
+def lanes_splat(typingctx, like, x):
+    """``x``, rounded to ``like``'s dtype, in every lane."""
+    lanes = _lanes_of(like)
+    if lanes is None or not isinstance(x, types.Float):
+        return None
 
     def codegen(context, builder, signature, args):
-        return ir.Constant(_VECTOR, [0.0] * 8)
+        value = context.cast(builder, args[1], signature.args[1], lanes.dtype)
+        return _splat(builder, _vector(lanes), value)
 
-    return lanes8(), codegen
+    return lanes(like, x), codegen
+
+
+@intrinsic
+def lanes_zeros(typingctx, like):
+    """0 in every lane of ``like``'s vectors."""
+    return _constant(like, lambda lanes: lanes, lambda context, lanes: ir.Constant(_vector(lanes), [0.0] * lanes.count))
 
 
 @intrinsic
 def lanes_fma(typingctx, x, z, acc):
     """x z + acc in each lane, with one rounding."""
-    if not x == z == acc == lanes8:
+    if not (isinstance(x, Lanes) and x == z == acc):
         return None
 
     def codegen(context, builder, signature, args):
-        return builder.call(_intrinsic_function(builder, "llvm.fma.v8f64", _VECTOR, [_VECTOR] * 3), args)
+        vector = _vector(x)
+        return builder.call(_intrinsic_function(builder, f"llvm.fma.{_name(x)}", vector, [vector] * 3), args)
 
-    return lanes8(lanes8, lanes8, lanes8), codegen
-
+    return x(x, x, x), codegen

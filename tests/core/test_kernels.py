@@ -185,9 +185,9 @@ def test_kernel_rows_into_names_a_store_that_cannot_take_the_rows(problem, messa
 def test_float32_precision_is_the_naive_kernel_of_the_rounded_rows(monkeypatch, spec, shape):
     """precision="float32": a float32 block, the naive kernel of the rows rounded to float32, with float64 norms
     (to ~1e-6 of it, the float32 sums' rounding and, for rbf, the float32 exp; linear and poly values rounded
-    to float32 once more as they are stored), the same bits on the pool and transposed, and the naive values for
-    one row alone; CSR rows the same, and for one row alone the block's bits (their entries summed in float32 in
-    their own loop).  A Gram matrix: exactly symmetric.  ``kernel_times`` sums the values before that last
+    to float32 once more as they are stored), the same bits on the pool, transposed and for one row alone (the
+    tiles' chains of fused multiply-adds in float32); CSR rows the same (their entries summed in float32 in their
+    own loop).  A Gram matrix: exactly symmetric, and the block of the same rows given twice.  ``kernel_times`` sums the values before that last
     rounding."""
     import core.kernels
 
@@ -212,9 +212,7 @@ def test_float32_precision_is_the_naive_kernel_of_the_rounded_rows(monkeypatch, 
     sums = np.abs(coef).sum() * stored + 1e-12
     assert_allclose(kernel_times(X, Z, spec, coef, precision="float32"), K @ coef, rtol=1e-12, atol=sums)
     assert_array_equal(kernel_block(X, Z, spec, precision="float32", transposed=True), K.T)
-    # one row alone: a float32 GEMM of another height, which may sum in another order (OpenBLAS's Haswell kernels
-    # on an AMD EPYC did): the naive kernel's values, where CSR rows (our loop) give the same bits below
-    assert_allclose(kernel_block(X[:1], Z, spec, precision="float32")[0], expected[0], rtol=0, atol=2e-6 + stored)
+    assert_array_equal(kernel_block(X[:1], Z, spec, precision="float32")[0], K[0])
     S = sp.csr_matrix(X)
     K_csr = kernel_block(S, Z, spec, precision="float32")
     assert K_csr.dtype == np.float32
@@ -223,14 +221,11 @@ def test_float32_precision_is_the_naive_kernel_of_the_rounded_rows(monkeypatch, 
     assert_allclose(kernel_times(S, Z, spec, coef, precision="float32"), K_csr @ coef, rtol=1e-12, atol=sums)
     assert_array_equal(kernel_block(S, Z, spec, precision="float32", transposed=True), K_csr.T)
     assert_array_equal(kernel_block(S[:1], Z, spec, precision="float32")[0], K_csr[0])
-    # a Gram matrix (its upper tiles mirrored): exactly symmetric, the naive kernel's values, and for CSR rows (our
-    # loop's sums) the block of the same rows given twice to the bit.  Not for dense rows: a float32 GEMM may sum
-    # a product in another order at another place in its tile (OpenBLAS's Haswell kernels on an AMD EPYC did, on
-    # most rows), so a block of X against a copy of X need not be symmetric
-    gram = kernel_block(X, X, spec, precision="float32")
+    gram = kernel_block(X, X, spec, precision="float32")  # a Gram matrix, its upper tiles mirrored
     assert_array_equal(gram, gram.T)
     gram_expected = naive(X, X)
     assert_allclose(gram, gram_expected, rtol=0, atol=2e-6 + rounding(gram_expected))
+    assert_array_equal(kernel_block(X, X.copy(), spec, precision="float32"), gram)
     assert_array_equal(kernel_block(S, S, spec, precision="float32"),
                        kernel_block(S, S.copy(), spec, precision="float32"))
     monkeypatch.setattr(core.kernels, "_PARALLEL_MIN_OPS", 0)
