@@ -16,8 +16,8 @@ float64, or sixteen of float32, the dtype of the array they come from.  The oper
 
 ``a`` is a 1-d C-contiguous float64 or float32 array, ``like`` such an array or a vector, whose dtype picks
 the lanes; ``count`` is between 0 and the vector's lanes, and no bounds are checked (the callers' loops keep
-within them).  Loads and stores of fewer lanes than
-a vector holds are masked, so the lanes past ``count`` touch no memory.
+within them).  Loads and stores of fewer lanes than a vector holds are masked, so the lanes past ``count``
+touch no memory.
 """
 
 from llvmlite import ir
