@@ -179,10 +179,9 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
     column after column over the same rows keeps (``KernelColumns``).  The dot products are then summed with
     the rows in the vectors' lanes (``_dots_from_transposed``), the same chains of fused multiply-adds as the
     tiles' and so the same bits, where the tiles, with the columns in the lanes, run far below their rate on
-    a few columns of many rows: rbf columns of 25,000 x 22 rows, 1, 2 and 4 at a time, took 104, 283 and
-    282 us through the tiles (then OpenBLAS's GEMM) against 77, 98 and 182 us from the transpose (then summed
-    in memory, two columns and four features a pass), and 81-91, 93-100 and 121-128 us from the transpose
-    with the sums in registers (in cache, one thread; ``bench/HISTORY.md``).
+    a few columns of many rows: rbf columns of 25,000 x 22 rows, 1, 2 and 4 at a time, took 205, 253 and
+    271 us through the tiles against 60, 93 and 122 us from the transpose (in cache, one thread, CPU as wall;
+    ``bench/HISTORY.md``).
     """
     X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, "float64")
     rows = np.asarray(rows, np.int64)
@@ -638,7 +637,7 @@ def _tile_dots32(X, csr, lo, hi, Zj32):
     _, indices, indptr, data32 = csr
     if indptr.shape[0]:
         return _csr_dots(data32, indices, indptr, Zj32, lo, hi)
-    return _dense_dots32(X, lo, hi, Zj32)
+    return _dense_dots(X, lo, hi, Zj32)
 
 
 @numba.njit(**NJIT)
@@ -651,9 +650,9 @@ def _rbf_values32(dots, x_sq, z_sq, gamma):
 
 @numba.njit(**NJIT)
 def _dense_dots(X, lo, hi, Zj):
-    """The dot products of dense rows lo..hi-1 of X with the columns of the (p, w) tile Zj, a new float64 tile
-    (``_dense_dots_into``)."""
-    out = np.empty((hi - lo, Zj.shape[1]))
+    """The dot products of dense rows lo..hi-1 of X with the columns of the (p, w) tile Zj, a new tile of Zj's
+    dtype (``_dense_dots_into``: float64, or float32 from the rows rounded to float32)."""
+    out = np.empty((hi - lo, Zj.shape[1]), Zj.dtype)
     _dense_dots_into(X, lo, hi, Zj, out)
     return out
 
@@ -667,7 +666,7 @@ def _dense_dots_into(X, lo, hi, Zj, out):
 
     A micro-kernel's accumulators stay in registers across the features (``core.simd``): eight rows by two
     vectors of eight columns, sixteen independent chains, as many as the FMA units' latency needs.  On this
-    project's AVX-512 machine, 88 x 100 tiles of 54 features on one thread took 1.48 ns a value against 2.29 ns
+    project's AVX-512 machine, 88 x 100 tiles of 54 features on one thread took 1.26 ns a value against 2.07 ns
     for OpenBLAS's GEMM (its Haswell kernels, as the machine's environment sets them;
     ``bench/HISTORY.md``), whose sums had also followed where a row stood in a tile.  Rows left over after
     the blocks of eight go one at a time (two chains: latency-bound, so ``_tile_shape`` makes tiles of whole
@@ -737,15 +736,6 @@ def _one_row(x, start, z, w, j, lanes0, lanes1, p, o, at):
         b = lanes_fma(v, lanes_load(z, f * w + j + width, lanes1), b)
     lanes_store(o, at, lanes0, a)
     lanes_store(o, at + width, lanes1, b)
-
-
-@numba.njit(**NJIT)
-def _dense_dots32(X, lo, hi, Zj32):
-    """``_dense_dots`` in float32: the rows rounded to float32 against the float32 tile Zj32, a new float32 tile
-    (``_dense_dots_into``'s chains in float32)."""
-    out = np.empty((hi - lo, Zj32.shape[1]), np.float32)
-    _dense_dots_into(X, lo, hi, Zj32, out)
-    return out
 
 
 @numba.njit(**NJIT)
