@@ -254,6 +254,19 @@ def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="
     return out
 
 
+def dense_products(A, B):
+    """A @ B for the float64 arrays A (m, p) and B (p, w), each value the chain of fused multiply-adds over its p
+    terms in order from 0.0: the dense kernel tiles' micro-kernel (``_dense_dots_into``), for products whose
+    long sums and few columns run BLAS's GEMM below its rate.  SpSVM's Gram blocks over a partition's cached
+    columns (``core.partition.spsvm``) are such: 1,000 x 7,500 by 7,500 x 140."""
+    A, B = np.ascontiguousarray(A, np.float64), np.ascontiguousarray(B, np.float64)
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
+        raise ValueError(f"dense_products needs A (m, p) and B (p, w), got shapes {A.shape} and {B.shape}")
+    out = np.empty((A.shape[0], B.shape[1]))
+    _dense_dots_into(A, 0, A.shape[0], B, out)
+    return out
+
+
 def kernel_diag(X, spec, x_sq_norms=None):
     """The diagonal K(x_i, x_i) for every row of X, shape (n,) float64.
 
@@ -670,39 +683,63 @@ def _dense_dots_into(X, lo, hi, Zj, out):
     for OpenBLAS's GEMM (its Haswell kernels, as the machine's environment sets them;
     ``bench/HISTORY.md``), whose sums had also followed where a row stood in a tile.  Rows left over after
     the blocks of eight go one at a time (two chains: latency-bound, so ``_tile_shape`` makes tiles of whole
-    blocks)."""
+    blocks).
+
+    More than ``_DOTS_DEPTH`` features (``dense_products``' long sums) go ``_DOTS_DEPTH`` at a time, each block's
+    chains taken up from ``out`` where the block before left them (a store and load of the same bits), so that
+    the block of Zj the rows pass over stays in cache."""
     p, w = Zj.shape
     n_features = X.shape[1]
     x = X.reshape(X.size)
     z = Zj.reshape(Zj.size)
     o = out.reshape(out.size)
     width = lanes_width(z)
-    i = lo
-    while i + 8 <= hi:
-        for j in range(0, w, 2 * width):
-            _eight_rows(x, i * n_features, n_features, z, w, j, min(width, w - j), min(width, max(0, w - j - width)),
-                        p, o, (i - lo) * w + j)
-        i += 8
-    while i < hi:
-        for j in range(0, w, 2 * width):
-            _one_row(x, i * n_features, z, w, j, min(width, w - j), min(width, max(0, w - j - width)), p, o,
-                     (i - lo) * w + j)
-        i += 1
+    for f0 in range(0, max(p, 1), _DOTS_DEPTH):
+        f1 = min(f0 + _DOTS_DEPTH, p)
+        i = lo
+        while i + 8 <= hi:
+            for j in range(0, w, 2 * width):
+                _eight_rows(x, i * n_features, n_features, z, w, j, min(width, w - j),
+                            min(width, max(0, w - j - width)), f0, f1, o, (i - lo) * w + j)
+            i += 8
+        while i < hi:
+            for j in range(0, w, 2 * width):
+                _one_row(x, i * n_features, z, w, j, min(width, w - j), min(width, max(0, w - j - width)), f0, f1,
+                         o, (i - lo) * w + j)
+            i += 1
+
+
+_DOTS_DEPTH = 256  # features a pass of ``_dense_dots_into``: a block of 256 x 140 float64 columns is 280 KB
 
 
 @numba.njit(**NJIT)
-def _eight_rows(x, start, n_features, z, w, j, lanes0, lanes1, p, o, at):
+def _eight_rows(x, start, n_features, z, w, j, lanes0, lanes1, f0, f1, o, at):
     """o[at + r w + c] = x_(row r) . z_(j + c) for the eight rows from x[start] (``n_features`` apart) and the
-    ``lanes0 + lanes1`` columns j.. of the flat (p, w) tile z, in z's dtype (``_dense_dots_into``)."""
-    zero = lanes_zeros(z)
-    top = bottom = (zero, zero, zero, zero, zero, zero, zero, zero)
+    ``lanes0 + lanes1`` columns j.. of the flat (p, w) tile z, in z's dtype (``_dense_dots_into``): the chains'
+    steps over the features f0..f1-1, from 0.0 when f0 is 0, else from the sums in o."""
+    top = _four_rows_from(o, at, w, lanes0, lanes1, f0, z)
+    bottom = _four_rows_from(o, at + 4 * w, w, lanes0, lanes1, f0, z)
     width = lanes_width(z)
-    for f in range(p):
+    for f in range(f0, f1):
         za, zb = lanes_load(z, f * w + j, lanes0), lanes_load(z, f * w + j + width, lanes1)
         top = _add_four_rows(x, start + f, n_features, za, zb, top)
         bottom = _add_four_rows(x, start + 4 * n_features + f, n_features, za, zb, bottom)
     _store_four_rows(o, at, w, lanes0, lanes1, top)
     _store_four_rows(o, at + 4 * w, w, lanes0, lanes1, bottom)
+
+
+@numba.njit(**NJIT)
+def _four_rows_from(o, at, w, lanes0, lanes1, f0, like):
+    """Four rows' chains (row r's two vectors at 2r, 2r + 1) to start ``_eight_rows`` with: zeros at the first
+    feature, else the sums ``_store_four_rows`` left in o[at + r w:]."""
+    if f0 == 0:
+        zero = lanes_zeros(like)
+        return zero, zero, zero, zero, zero, zero, zero, zero
+    width = lanes_width(like)
+    return (lanes_load(o, at, lanes0), lanes_load(o, at + width, lanes1),
+            lanes_load(o, at + w, lanes0), lanes_load(o, at + w + width, lanes1),
+            lanes_load(o, at + 2 * w, lanes0), lanes_load(o, at + 2 * w + width, lanes1),
+            lanes_load(o, at + 3 * w, lanes0), lanes_load(o, at + 3 * w + width, lanes1))
 
 
 @numba.njit(**NJIT)
@@ -726,11 +763,13 @@ def _store_four_rows(o, at, w, lanes0, lanes1, sums):
 
 
 @numba.njit(**NJIT)
-def _one_row(x, start, z, w, j, lanes0, lanes1, p, o, at):
+def _one_row(x, start, z, w, j, lanes0, lanes1, f0, f1, o, at):
     """``_eight_rows`` for the one row from x[start]."""
-    a = b = lanes_zeros(z)
+    a, b = lanes_zeros(z), lanes_zeros(z)
     width = lanes_width(z)
-    for f in range(p):
+    if f0 > 0:
+        a, b = lanes_load(o, at, lanes0), lanes_load(o, at + width, lanes1)
+    for f in range(f0, f1):
         v = lanes_splat(a, x[start + f])
         a = lanes_fma(v, lanes_load(z, f * w + j, lanes0), a)
         b = lanes_fma(v, lanes_load(z, f * w + j + width, lanes1), b)

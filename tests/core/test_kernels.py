@@ -10,7 +10,8 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from core.kernels import LINEAR, POLY, RBF, KernelSpec, kernel_block, kernel_diag, kernel_rows_into, kernel_times
+from core.kernels import (LINEAR, POLY, RBF, KernelSpec, dense_products, kernel_block, kernel_diag, kernel_rows_into,
+                          kernel_times)
 from core.rows import squared_norms
 from tests.naive import naive_kernel
 
@@ -309,6 +310,22 @@ def test_dense_dot_products_are_chains_of_fused_multiply_adds_wherever_a_row_sta
     assert_array_equal(K, [[_fma_chain(x, z) for z in Z] for x in X])
     for k in range(n_x):
         assert_array_equal(kernel_block(X[k:], Z, KernelSpec("linear"))[0], K[k])
+
+
+@pytest.mark.parametrize("m, p, w", [(11, 600, 19), (1, 257, 3), (8, 256, 16)], ids=str)
+def test_dense_products_are_chains_of_fused_multiply_adds_across_depth_blocks(m, p, w):
+    """``dense_products`` sums 256 features a pass and takes each chain up where the pass before left it: every
+    value is still the one chain over all p terms in order, to the bit (rows after the blocks of eight, columns
+    past a vector, one feature past a block)."""
+    rng = np.random.default_rng(p)
+    A, B = rng.normal(size=(m, p)), rng.normal(size=(p, w))
+    assert_array_equal(dense_products(A, B), [[_fma_chain(a, b) for b in B.T] for a in A])
+    assert_array_equal(dense_products(np.asfortranarray(A), B), dense_products(A, B))  # any layout in
+
+
+def test_dense_products_names_mismatched_shapes():
+    with pytest.raises(ValueError, match=r"A \(m, p\) and B \(p, w\), got shapes \(3, 4\) and \(5, 2\)"):
+        dense_products(np.ones((3, 4)), np.ones((5, 2)))
 
 
 @pytest.mark.parametrize("kind", KINDS)
