@@ -1,8 +1,8 @@
 """Kernel evaluations per second of kernel_block and kernel_times, against this machine's GEMM rate.
 
 A 522,910 x 54 dense float64 block (random, seeded; covtype's shape) against
-100 rows, for rbf (also with precision="float32": a float32 GEMM for the dot
-products, a float32 block), linear and poly, and a 50,000 x 300 CSR block at 4% density
+100 rows, for rbf (also with precision="float32": float32 dot products from the tiles'
+micro-kernel, a float32 block), linear and poly, and a 50,000 x 300 CSR block at 4% density
 against 100 rows and against one (a slant step's column).  A dense evaluation needs the 2p flops of one dot
 product, so a GEMM running at R flop/s implies R / (2p) evaluations per
 second; the table gives the share of that rate kernel_block achieves.  All
@@ -99,8 +99,9 @@ def main():
     print("\nGFLOP/s counts the 2 flops per multiply-add of the dot products (stored entries only for CSR).")
     print("X @ Z.T: numpy's (BLAS's) product alone, no kernel function: the rate a tall-skinny GEMM reaches here.")
     print("rbf times: kernel_times, K(X, Z) @ coef with the kernel values reduced in cache, never stored.")
-    print("dots float32: precision='float32', the dot products from a float32 GEMM and rbf's exponent and exp in "
-          "float32, the block stored in float32; 'achieved' is still against the float64 GEMM's rate.")
+    print("dots float32: precision='float32', the dot products in float32 (the tiles' micro-kernel, sixteen lanes) and "
+          "rbf's exponent and exp in float32, the block stored in float32; 'achieved' is still against the float64 "
+          "GEMM's rate.")
 
 
 if __name__ == "__main__":
