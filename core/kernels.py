@@ -22,7 +22,9 @@ njit helpers select the kernel by an integer code, so each compiles once.
 ``kernel_times`` applies K(X, Z) to a vector without forming K: each tile is
 reduced against its coefficients while in cache, which saves the block's trip
 through memory (2.5-3.3x less CPU than a block and its product with thousands
-of columns; no gain at 100 columns).
+of columns; no gain at 100 columns).  ``dense_products`` lends the dense
+tiles' micro-kernel to plain matrix products with long sums and few columns
+(SpSVM-2's Gram blocks), where BLAS runs below its rate.
 """
 
 import math
