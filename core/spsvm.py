@@ -21,7 +21,8 @@ Each stage (one new basis function):
      only at the next re-optimisation, all those of the stages since at once: the partitions' part
      K'_JI W K'_Ik for the k new columns is one (d x n) (n x k) matrix product, which reads the cached
      columns once per re-optimisation instead of once per stage (that matrix-vector product per
-     stage was a fifth of a fit's time at d = 1,000); the driver appends them to P's Cholesky factor
+     stage was a fifth of a fit's time at d = 1,000), with the round's residual sum as one more column
+     (``core.kernels.dense_products``); the driver appends them to P's Cholesky factor
      as one block (``CholeskyFactor.extend``).  Between re-optimisations nothing needs P.
      Method 2's stages chain their rounds: a first score round also fetches the next draw's candidates,
      kappa + 1 of them before the best is known (the next draw's kappa are those without the row that
