@@ -13,6 +13,10 @@ Per-example state, always a function of the driver's basis J and coefficients be
     cand[c, i] K'(x_c, x_i) for the kappa candidates c being scored, one row per candidate
                (from the rows' transpose where the partition keeps it: ``PartitionData.rows_t``)
 
+and, not a function of the model, the memory a gradient round copies the basis columns new since
+the last re-optimisation into (``_scratch``: at most ~1.5 n (k + 1) floats for the k columns of the
+largest such step, k ~ d / 6 on section 6.1's schedule: ~0.25 n d_max floats beside C's n d_max).
+
 With the residual r_i = 1 - y_i o_i, example i is active when r_i > 0 and the loss is
 1/2 sum_i w_i max(0, r_i)^2 (the L2-loss of eq. 4, with instance weights w_i).
 
