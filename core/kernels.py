@@ -694,7 +694,7 @@ def _dense_dots_into(X, lo, hi, Zj, out):
     z = Zj.reshape(Zj.size)
     o = out.reshape(out.size)
     width = lanes_width(z)
-    for f0 in range(0, max(p, 1), _DOTS_DEPTH):
+    for f0 in range(0, max(p, 1), _DOTS_DEPTH):  # one pass when p is 0: the zeros are still stored
         f1 = min(f0 + _DOTS_DEPTH, p)
         i = lo
         while i + 8 <= hi:
