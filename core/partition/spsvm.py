@@ -341,9 +341,9 @@ def spsvm_gradient(data, state, request):
 
 def _scratch(state, shape):
     """A C-contiguous float64 array of ``shape`` in memory the state keeps for it, grown (to half as much again
-    as asked) when too small: on this project's VM, fresh memory's first writes took about a tenth of the time of
-    the Gram block they hold the columns of (1,000 x 7,500 by 7,500 x 140: 2.7 ms against 22.6 ms,
-    ``bench/HISTORY.md``)."""
+    as asked) when too small: on this project's VM, fresh memory's first writes took about a seventh of the time
+    of the Gram block they hold the columns of (1,000 x 7,500 by 7,500 x 140: 3.0 ms against 20.6 ms, and
+    0.7 ms into memory already touched; ``bench/HISTORY.md``)."""
     size = shape[0] * shape[1]
     if state.get("scratch") is None or state["scratch"].size < size:
         state["scratch"] = np.empty(size + size // 2)
