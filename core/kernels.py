@@ -38,7 +38,7 @@ from numba.core import types as nb_types
 from numba.extending import intrinsic
 
 from core.config import NJIT, NJIT_FMA, NJIT_PARALLEL, NJIT_SUMS
-from core.rows import as_rows, is_sparse, squared_norms, to_dense
+from core.rows import as_rows, is_dense_block, is_sparse, squared_norms, to_dense
 from core.simd import lanes_fma, lanes_load, lanes_splat, lanes_store, lanes_width, lanes_zeros
 from core.threads import fetch_add
 from core.validation import check_positive
@@ -187,9 +187,10 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
     """
     X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, "float64")
     rows = np.asarray(rows, np.int64)
-    if not (isinstance(K, np.ndarray) and K.ndim == 2 and K.dtype == np.float64 and K.flags.c_contiguous):
+    if not is_dense_block(K):
         raise ValueError("K must be a C-contiguous 2-d float64 array")
-    if rows.shape != (Z.shape[0],) or (rows.size and not 0 <= rows.min() <= rows.max() < K.shape[0]) \
+    listed = rows.tolist()  # a few rows a call: Python's min and max take less than numpy's
+    if rows.shape != (Z.shape[0],) or (listed and not 0 <= min(listed) <= max(listed) < K.shape[0]) \
             or not 0 <= start <= K.shape[1] - X.shape[0]:
         raise ValueError(f"rows (shape {rows.shape}) must name a row of K (shape {K.shape}) for each of the "
                          f"{Z.shape[0]} rows of Z, and start ({start}) leave {X.shape[0]} values in each")
@@ -348,7 +349,7 @@ def _worth_a_pool(n, m, depth, rows, cols):
 
 def _block(X):
     """X itself when it already is a block as ``as_rows`` makes them, else ``as_rows(X)``."""
-    if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float64 and X.flags.c_contiguous:
+    if is_dense_block(X):
         return X
     if is_sparse(X) and type(X) is sys.modules["scipy.sparse"].csr_matrix and X.dtype == np.float64 \
             and X.has_canonical_format:
