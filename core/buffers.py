@@ -13,11 +13,10 @@ after another process had freed as much were huge pages faster (0.04 against 0.2
 ``zeros_in_small_pages`` gives such a buffer an anonymous memory map of its own, which numpy never
 advises: the kernel's 4 KiB pages, zero-filled, touched as the buffer fills.  For a buffer a solver
 keeps for the whole fit and fills as it goes, where it was measured to gain: the dual decomposition's
-working-set kernel matrix (``core.working_set``) and the stores of kernel columns (``core.kernel_columns``:
-ijcnn1's slant path took 14-17% less CPU in the forty-eighth session; the forty-second, when a column still
-cost three times as much, had measured no gain).  SpSVM-2's basis columns, in small pages, spent less time
-in the kernel's page faults but no less in all (``bench/HISTORY.md``); blocks written whole at once, which
-a fit allocates again and again, reuse memory just freed, where huge pages are the faster.
+working-set kernel matrix (``core.working_set``).  The slant partitions' column store and SpSVM-2's
+basis columns, in small pages, spent less time in the kernel's page faults but no less in all
+(``bench/HISTORY.md``); blocks written whole at once, which a fit allocates again and again, reuse
+memory just freed, where huge pages are the faster.
 """
 
 import mmap

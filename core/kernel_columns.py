@@ -6,14 +6,11 @@ and the steps a round refuted): each partition keeps the columns of its rows, an
 the examples it holds, whose number grows (rows added complete every kept column, in one kernel block).
 A store of dense rows also keeps their transpose, from which a column costs a quarter to two thirds less
 than from the rows (``kernel_rows_into``'s ``x_transposed``), when it takes no more memory than the columns may.
-The columns live in the kernel's small pages (``core.buffers``), first written as columns come: in numpy's huge
-pages, the page faults of the slant partitions' 32 MiB stores took a tenth of ijcnn1's path (``bench/HISTORY.md``).
 """
 
 import numba
 import numpy as np
 
-from core.buffers import zeros_in_small_pages
 from core.config import NJIT
 from core.kernels import kernel_rows_into
 from core.rows import n_rows, squared_norms, stack_rows, take_rows, to_dense, transposed_rows
@@ -36,7 +33,7 @@ class KernelColumns:
         self.limit_bytes, self.min_columns = limit_bytes, min_columns
         self.n = n_rows(rows)
         self.rows_t = transposed_rows(rows, self.limit_bytes)
-        self.K = zeros_in_small_pages((self._most(self.n), self.n))  # its pages are touched as columns come
+        self.K = np.empty((self._most(self.n), self.n))  # its pages are touched as columns come
         self.Z = np.empty((self.K.shape[0], rows.shape[1]))
         self.z_sq_norms = np.empty(self.K.shape[0])
         self.column_of = {}  # key -> row of K
@@ -84,8 +81,7 @@ class KernelColumns:
 
     def _resize(self, keep, columns, width, filled):
         """``K`` of ``columns`` x ``width``, with the columns ``keep`` (their first ``filled`` values) first."""
-        K, Z = zeros_in_small_pages((columns, width)), np.empty((columns, self.Z.shape[1]))
-        z_sq_norms = np.empty(columns)
+        K, Z, z_sq_norms = np.empty((columns, width)), np.empty((columns, self.Z.shape[1])), np.empty(columns)
         K[:keep.size, :filled], Z[:keep.size], z_sq_norms[:keep.size] = self.K[keep, :filled], self.Z[keep], \
             self.z_sq_norms[keep]
         key_at = np.full(columns, -1, np.int64)
