@@ -107,10 +107,11 @@ class KernelColumns:
             self.used[column] = self.round
             at[j] = column
         if fresh:
-            Z = rows_of(fresh)
-            self.Z[at[fresh]], self.z_sq_norms[at[fresh]] = to_dense(Z), squared_norms(Z)
-            kernel_rows_into(self.K, at[fresh], 0, self.rows, Z, self.spec, x_sq_norms=self.sq_norms,
-                             z_sq_norms=self.z_sq_norms[at[fresh]], x_transposed=self.rows_t)
+            columns, Z = at[fresh], rows_of(fresh)
+            z_sq_norms = squared_norms(Z)
+            self.Z[columns], self.z_sq_norms[columns] = to_dense(Z), z_sq_norms
+            kernel_rows_into(self.K, columns, 0, self.rows, Z, self.spec, x_sq_norms=self.sq_norms,
+                             z_sq_norms=z_sq_norms, x_transposed=self.rows_t)
         return at
 
     def _free_column(self):
