@@ -13,10 +13,12 @@ after another process had freed as much were huge pages faster (0.04 against 0.2
 ``zeros_in_small_pages`` gives such a buffer an anonymous memory map of its own, which numpy never
 advises: the kernel's 4 KiB pages, zero-filled, touched as the buffer fills.  For a buffer a solver
 keeps for the whole fit and fills as it goes, where it was measured to gain: the dual decomposition's
-working-set kernel matrix (``core.working_set``).  The slant partitions' column store and SpSVM-2's
-basis columns, in small pages, spent less time in the kernel's page faults but no less in all
-(``bench/HISTORY.md``); blocks written whole at once, which a fit allocates again and again, reuse
-memory just freed, where huge pages are the faster.
+working-set kernel matrix (``core.working_set``).  The slant partitions' column stores in small pages
+made paths fitted back to back 14-17% cheaper, but a path fitted right after its reference (as the bench
+and the estimators fit them) 10-15% dearer: the huge pages the reference's fit had just freed come back
+at little cost.  SpSVM-2's basis columns in small pages made a process's first fit cheaper and its later
+ones dearer (``bench/HISTORY.md``).  Blocks written whole at once, which a fit allocates again and again,
+reuse memory just freed, where huge pages are the faster.
 """
 
 import mmap
