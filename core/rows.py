@@ -77,7 +77,8 @@ def is_sparse(X):
     It does not import scipy.sparse to tell: until some module has, nothing can be one.  So a process that
     only ever holds dense rows (a Spark task of dense data, an in-process fit of numpy arrays) never imports
     it, which took 0.10-0.16 s in a fresh Python process, more than the rest of a training task's modules.
-    A numpy array is told apart first, by its type alone: the slant path asks some 25,000 times (``bench/HISTORY.md``)."""
+    A numpy array is told apart first, by its type alone: the slant path asks some 25,000 times
+    (``bench/HISTORY.md``)."""
     if type(X) is np.ndarray:
         return False
     sparse = sys.modules.get("scipy.sparse")

@@ -68,3 +68,21 @@ def test_dense_rows_kept_transposed_give_a_column_the_same_bits_however_its_rows
     large = KernelColumns(more, KERNEL, limit_bytes=more.nbytes - 1)
     assert large.rows_t is None
     np.testing.assert_allclose(_column(large, 0, more[[0]]), naive_kernel(more, more[[0]], KERNEL)[:, 0], rtol=1e-13)
+
+
+def test_rows_dropped_leave_every_kept_column_and_spare_the_free_ones():
+    """``keep_rows`` moves each kept column's values of the kept rows down in place; the rows of K no column
+    holds are left as they were (a later column fills its row whole)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 5))
+    columns = KernelColumns(X, KERNEL, limit_bytes=8 * 40 * 6)  # room for 6
+    at = columns.get([4, 9, 17], lambda fresh: X[[4, 9, 17]][fresh])
+    before = columns.K[at, :40].copy()
+    free = np.setdiff1d(np.arange(columns.K.shape[0]), at)
+    columns.K[free] = -1.0
+    keep = rng.random(40) < 0.6
+    columns.keep_rows(keep)
+    np.testing.assert_array_equal(columns.K[at, :columns.n], before[:, keep])
+    assert (columns.K[free] == -1.0).all()
+    np.testing.assert_allclose(_column(columns, 30, X[[30]]), naive_kernel(X[keep], X[[30]], KERNEL)[:, 0],
+                               rtol=1e-13)
