@@ -197,8 +197,7 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
     if x_transposed is None:
         _fill(K, rows, int(start), X, Z, args, False, True, "float64")
         return
-    if is_sparse(X) or not (isinstance(x_transposed, np.ndarray) and x_transposed.dtype == np.float64
-                            and x_transposed.flags.c_contiguous and x_transposed.shape == X.shape[::-1]):
+    if is_sparse(X) or not (is_dense_block(x_transposed) and x_transposed.shape == X.shape[::-1]):
         raise ValueError(f"x_transposed must be X.T of a dense X (shape {X.shape}) as a C-contiguous float64 "
                          "array: np.ascontiguousarray(X.T)")
     _rows_from_transposed(K, rows, int(start), x_transposed, Z, *args)  # Z: _prepared's, C-contiguous

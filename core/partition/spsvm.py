@@ -317,14 +317,15 @@ def spsvm_gradient(data, state, request):
     active = residual > 0.0
     w = np.where(active, data.weight, 0.0)
     answer["loss"] = 0.5 * float(w @ (residual * residual))
+    weighted_residual = w * (y - o)
     if start < d:  # the Gram block and the residual sum in one pass over the cached columns
         sums = _scratch(state, (len(data), d - start + 1))
         np.multiply(C[:, start:d], np.where(state["factor"], data.weight, 0.0)[:, None], out=sums[:, :-1])
-        np.multiply(w, y - o, out=sums[:, -1])
+        sums[:, -1] = weighted_residual
         products = dense_products(C[:, :d].T, sums)
         answer.update(gram_block=products[:, :-1], residual_sum=products[:, -1])
     else:
-        answer["residual_sum"] = C[:, :d].T @ (w * (y - o))
+        answer["residual_sum"] = C[:, :d].T @ weighted_residual
     entering = np.flatnonzero(active & ~state["factor"])
     leaving = np.flatnonzero(state["factor"] & ~active)
     scale = np.sqrt(data.weight)
