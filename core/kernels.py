@@ -235,25 +235,29 @@ def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="
 
     The same blocks, norms and ``precision`` as ``kernel_block``; K is never
     stored.  Row tiles run on numba's threads, each thread adding its tiles'
-    products into its own rows of the result.
+    products into its own rows of the result.  ``coef`` of shape (n_z, k) gives
+    the (n_x, k) products with its k columns from one pass over the tiles, each
+    column's sums the bits of its own call.
     """
     X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision)
     n, m = X.shape[0], Z.shape[0]
-    coef = np.ascontiguousarray(coef, dtype=np.float64)
-    if coef.shape != (m,):
-        raise ValueError(f"coef has shape {coef.shape} but Z has {m} rows: one coefficient per row of Z")
-    out = np.zeros(n)
+    coef = np.asarray(coef, dtype=np.float64)
+    if coef.shape[:1] != (m,) or coef.ndim > 2:
+        raise ValueError(f"coef has shape {coef.shape} but Z has {m} rows: one coefficient per row of Z (or a row "
+                         "of them, one for each product)")
+    columns = np.ascontiguousarray(coef.T if coef.ndim == 2 else coef[None])  # (k, m), each product's contiguous
+    out = np.zeros((columns.shape[0], n))
     if n == 0 or m == 0:
-        return out
+        return out[0] if coef.ndim == 1 else out.T
     depth = _depth(X)
     rows, cols = _tile_shape(m, depth)
     pooled = n > rows and _worth_a_pool(n, m, depth, rows, cols)  # the threads share out row tiles
     workers = numba.get_num_threads() if pooled else 1
     Z_tiles, Z_tiles32 = _column_tiles(Z, cols, precision)
     X, csr = _tile_inputs(X, precision)
-    (_tiles_times if pooled else _tiles_times_serial)(X, csr, Z_tiles, Z_tiles32, *args, rows, cols, coef,
+    (_tiles_times if pooled else _tiles_times_serial)(X, csr, Z_tiles, Z_tiles32, *args, rows, cols, columns,
                                                       workers, out)
-    return out
+    return out[0] if coef.ndim == 1 else out.T
 
 
 def dense_products(A, B):
@@ -265,6 +269,43 @@ def dense_products(A, B):
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise ValueError(f"dense_products needs A (m, p) and B (p, w), got shapes {A.shape} and {B.shape}")
     return _dense_dots(A, 0, A.shape[0], B)
+
+
+# float32's unit roundoff; a float32 rbf expansion's bound (``rbf_times_bounded``) holds while its relative part
+# gamma (p + 3) u (|x|^2 + max |z|^2) stays below _BOUNDED_SHARE
+_U32 = 2.0**-24
+_BOUNDED_SHARE = 1.0 / 64
+
+
+def rbf_times_bounded(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None):
+    """``kernel_times`` of an rbf kernel in float32 (``PRECISIONS``), with a bound on its distance from the float64
+    values: (g, bound), |g_i - kernel_times(X, Z, spec, coef)_i| <= bound_i (inf where the bound's terms below
+    grow too large to hold), from one pass over the float32 tiles.
+
+    With u = 2^-24 and p features, a float32 value K~ = exp~(e~) of K = exp(e), e = -gamma ||x - z||^2:
+    x . z from x and z rounded to float32 and p fused multiply-adds moves by at most (p + 3) u |x| |z| <=
+    (p + 3) u (|x|^2 + |z|^2) / 2, so e by delta = gamma (p + 3) u (|x|^2 + |z|^2) (the exponent is taken in
+    float64 from the float64 norms); rounding e to float32 adds u |e|, and float32's exp (``_exp32``, within one
+    ulp) a factor 1 + 2u.  For delta <= 1/64: |K~ - K| <= 1.02 (delta + 2u) K + 0.39 u (u |e| e^e <= u / e
+    bounds the second term), hence K <= 1.017 K~ + 0.4 u and |K~ - K| <= 1.04 (delta + 2u) K~ + 0.4 u (+ exp(-87)
+    where ``_exp32`` floors its values).  Summed with |coef_j|: |g_i - sum_j coef_j K_ij| <= 1.05 (delta_i + 2u)
+    S_i + 0.5 u A, S_i = sum_j |coef_j| K~_ij (the pass's second column), A = sum_j |coef_j|, delta_i taken at the
+    largest |z|^2.  The float64 values' own error (theirs and the sums' rounding, below m 2^-52 S_i + 2^-50 A for
+    m < 2^24 columns) takes the bound to 1.25 (delta_i + 2u) S_i + u A."""
+    if spec.name != "rbf":
+        raise ValueError(f"rbf_times_bounded takes an rbf kernel, got {spec.name!r}")
+    X, Z = _pair(X, Z)
+    x_sq = _norms(X, x_sq_norms, "x_sq_norms")
+    z_sq = _norms(Z, z_sq_norms, "z_sq_norms")
+    coef = np.asarray(coef, dtype=np.float64)
+    both = kernel_times(X, Z, spec, np.column_stack([coef, np.abs(coef)]), x_sq, z_sq, precision="float32")
+    if Z.shape[0] == 0:
+        return both[:, 0], np.zeros(X.shape[0])
+    if Z.shape[0] >= 2**24:
+        raise ValueError(f"rbf_times_bounded's bound holds for fewer than 2^24 columns, got {Z.shape[0]}")
+    delta = spec.gamma * (X.shape[1] + 3) * _U32 * (x_sq + z_sq.max())
+    bound = 1.25 * (delta + 2 * _U32) * both[:, 1] + _U32 * np.abs(coef).sum()
+    return both[:, 0], np.where(delta <= _BOUNDED_SHARE, bound, np.inf)
 
 
 def kernel_diag(X, spec, x_sq_norms=None):
@@ -827,11 +868,12 @@ def add_entries_times_rows(out, data, indices, start, end, Z):
 
 @numba.njit(**NJIT_PARALLEL)
 def _tiles_times(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, workers, out):
-    """out += K(X, Z) @ coef, a row tile at a time (its column tiles in turn) on each of ``workers`` threads.
+    """out[c] += K(X, Z) @ coef[c] for each row c of ``coef`` (k, m) and ``out`` (k, n), a row tile at a time (its
+    column tiles in turn, each reduced against every row of ``coef``) on each of ``workers`` threads.
     Either X is dense and ``csr`` holds empty arrays, or ``csr`` = (data, indices, indptr, data32) of a CSR X
     (X then an empty stand-in of the same width); ``Z_tiles`` and ``Z_tiles32`` (None: float64 dot products) from
     ``_column_tiles``."""
-    n_tiles = (out.shape[0] + rows - 1) // rows
+    n_tiles = (out.shape[1] + rows - 1) // rows
     next_tile = np.zeros(1, dtype=np.int64)
     for _ in numba.prange(workers):  # each thread takes the next free tile until none is left
         t = fetch_add(next_tile, 1)
@@ -844,20 +886,25 @@ def _tiles_times(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, deg
 @numba.njit(**NJIT)
 def _add_row_tile_times(t, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, coef, out):
     """Row tile t of ``_tiles_times``' out (its arguments): its column tiles' products in turn."""
-    n, m = out.shape[0], coef.shape[0]
+    n, m = out.shape[1], coef.shape[1]
     p = X.shape[1]
     lo, hi = t * rows, min(t * rows + rows, n)
     for jlo in range(0, m, cols):
         jhi = min(jlo + cols, m)
         if Z_tiles32 is None:
-            _add_tile_times(_tile_values(X, csr, lo, hi, _z_tile(Z_tiles, p, jlo, jhi), code, x_sq[lo:hi],
-                                         z_sq[jlo:jhi], gamma, coef0, degree), coef[jlo:jhi], out[lo:hi])
+            values = _tile_values(X, csr, lo, hi, _z_tile(Z_tiles, p, jlo, jhi), code, x_sq[lo:hi], z_sq[jlo:jhi],
+                                  gamma, coef0, degree)
+            for c in range(coef.shape[0]):
+                _add_tile_times(values, coef[c, jlo:jhi], out[c, lo:hi])
         elif code == RBF:  # float32 values, summed in float64 with no widened copy
-            _add_tile_times(_rbf_tile32(X, csr, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), x_sq[lo:hi], z_sq[jlo:jhi],
-                                        gamma), coef[jlo:jhi], out[lo:hi])
+            values32 = _rbf_tile32(X, csr, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), x_sq[lo:hi], z_sq[jlo:jhi], gamma)
+            for c in range(coef.shape[0]):
+                _add_tile_times(values32, coef[c, jlo:jhi], out[c, lo:hi])
         else:
-            _add_tile_times(_tile_values32(X, csr, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), code, x_sq[lo:hi],
-                                           z_sq[jlo:jhi], gamma, coef0, degree), coef[jlo:jhi], out[lo:hi])
+            values = _tile_values32(X, csr, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), code, x_sq[lo:hi],
+                                    z_sq[jlo:jhi], gamma, coef0, degree)
+            for c in range(coef.shape[0]):
+                _add_tile_times(values, coef[c, jlo:jhi], out[c, lo:hi])
 
 
 @numba.njit(**NJIT_SUMS)

@@ -116,7 +116,8 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
     path = _Path(engine.n_features)
     base = {"kernel": kernel.to_dict(), "eta": float(eta), "n_select": _first_report(engine, candidates_per_class)}
     reset = dict(base, reset=True, ref_rows=reference.support_vectors, ref_coef=reference.coef,
-                 ref_bias=reference.bias, ref_key=content_key(kernel, reference.support_vectors, reference.coef))
+                 ref_bias=reference.bias, ref_key=content_key(kernel, reference.support_vectors, reference.coef),
+                 ref_screen=reference.n_support <= SCREENED_SUPPORT * engine.n_examples)
 
     def rebuild():  # the partitions rebuilt from the driver's model: the steps that stood so far
         ids, rows, coef = path.model(eta)
@@ -529,6 +530,9 @@ _UNBEATABLE = (np.inf, _FIRST)  # the claim of a step no open example can refute
 SPECULATED_STEPS = 32  # most steps the driver sends in one round
 HELD_OTHERS = 4096  # most examples the driver holds besides the support vectors (``_Held.release``)
 DRIVER_COLUMN_BYTES = 8 << 20  # the kernel columns the driver keeps (``_Held._column_row``)
+# the partitions screen the reference's margins in float32 (``core.partition.slant.reference_margins``) when its
+# support vectors, whose margins the float64 pass must give, are at most this share of the training rows
+SCREENED_SUPPORT = 0.2
 
 
 def _first_report(engine, candidates_per_class):

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from core.kernels import (LINEAR, POLY, RBF, KernelSpec, dense_products, kernel_block, kernel_diag, kernel_rows_into,
+                          rbf_times_bounded,
                           kernel_times)
 from core.rows import squared_norms
 from tests.naive import naive_kernel
@@ -270,6 +271,63 @@ def test_kernel_times_gives_the_same_bits_on_the_pool_and_explains_a_wrong_coef(
     np.testing.assert_array_equal(kernel_times(X, Z, SPECS[0], coef), serial)
     with pytest.raises(ValueError, match="one coefficient per row of Z"):
         kernel_times(X, Z, SPECS[0], coef[:-1])
+
+
+@pytest.mark.parametrize("x_kind", KINDS)
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+@pytest.mark.parametrize("pooled", [False, True])
+def test_kernel_times_of_several_coefficient_columns_gives_each_columns_own_bits(monkeypatch, x_kind, precision,
+                                                                                 pooled):
+    import core.kernels
+
+    if pooled:
+        monkeypatch.setattr(core.kernels, "_PARALLEL_MIN_OPS", 0)
+    X, Z = _pairs(700, 300, 12, x_kind, "dense")  # several row and column tiles
+    coef = np.random.default_rng(5).normal(size=(300, 3))
+    for spec in SPECS[:3]:
+        together = kernel_times(X, Z, spec, coef, precision=precision)
+        assert together.shape == (700, 3)
+        for c in range(3):
+            assert_array_equal(together[:, c], kernel_times(X, Z, spec, coef[:, c], precision=precision))
+    assert kernel_times(X[:0], Z, SPECS[0], coef).shape == (0, 3)
+    with pytest.raises(ValueError, match="one coefficient per row of Z"):
+        kernel_times(X, Z, SPECS[0], coef.T)
+
+
+def _bounded_cases():
+    """(X, Z, gamma, coef) where float32's error is small, large, or beyond the bound's reach."""
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((3_000, 22)) * rng.random((3_000, 1)) * 2
+    Z = np.vstack([X[:40], rng.standard_normal((360, 22))])  # identical rows: exponents of 0
+    coef = rng.standard_normal(400) * 10.0 ** rng.uniform(-3, 3, 400)
+    yield "moderate", X, Z, 0.3, coef
+    yield "csr", sp.csr_matrix(np.where(rng.random(X.shape) < 0.6, 0.0, X)), Z, 0.3, coef
+    yield "long rows", X * 30, Z * 30, 1e-3, coef  # |x|^2 ~ 10^4 against gamma 10^-3: the dot products' error
+    yield "narrow", X[:, :3], Z[:, :3], 40.0, np.abs(coef)  # values down to exp's floor
+    yield "beyond", X * 10, Z * 10, 50.0, coef  # delta above 1/64 for most rows: no bound
+
+
+@pytest.mark.parametrize("case", ["moderate", "csr", "long rows", "narrow", "beyond"])
+def test_the_float32_rbf_expansion_is_within_its_bound_of_the_float64_one(case):
+    name, X, Z, gamma, coef = next(c for c in _bounded_cases() if c[0] == case)
+    spec = KernelSpec("rbf", gamma=gamma)
+    g, bound = rbf_times_bounded(X, Z, spec, coef)
+    assert_array_equal(g, kernel_times(X, Z, spec, coef, precision="float32"))
+    error = np.abs(g - kernel_times(X, Z, spec, coef))
+    assert np.all(error <= bound)
+    finite = np.isfinite(bound)
+    if case == "beyond":
+        assert finite.mean() < 0.5
+    else:
+        assert finite.all()
+        assert np.max(bound) < 2e-3 * np.abs(coef).sum()  # a bound that can decide something
+        assert np.max(error / bound) > 1e-3  # and not far looser than the errors it bounds
+
+
+def test_the_float32_rbf_expansion_names_another_kernel():
+    X, Z = _pairs(20, 5, 4, "dense", "dense")
+    with pytest.raises(ValueError, match="takes an rbf kernel, got 'linear'"):
+        rbf_times_bounded(X, Z, SPECS[1], np.ones(5))
 
 
 @pytest.mark.parametrize("spec", SPECS[:2], ids=lambda s: s.name)

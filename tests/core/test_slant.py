@@ -10,10 +10,10 @@ import pytest
 import scipy.sparse as sp
 
 from core.engine import LocalEngine
-from core.partition.common import content_key
+from core.partition.common import content_key, kernel_times
 from core.partition.data import PartitionData
 from core.kernels import KernelSpec
-from core.partition.slant import add_steps, ranked, slant_round
+from core.partition.slant import add_steps, ranked, reference_margins, slant_round
 from core.sampling import example_keys
 from core.slant import _step_and_rank, fit_slant, slant_model_at, slant_path_coef
 from core.svc import fit_csvc
@@ -202,7 +202,7 @@ def _requests_of(reference):
     """What every ``slant_round`` request of a path of ``reference`` (4 features) carries."""
     return {"kernel": KERNEL.to_dict(), "eta": 0.5, "n_select": 3, "ref_rows": reference.support_vectors,
             "ref_coef": reference.coef, "ref_bias": reference.bias,
-            "ref_key": content_key(KERNEL, reference.support_vectors, reference.coef)}
+            "ref_key": content_key(KERNEL, reference.support_vectors, reference.coef), "ref_screen": False}
 
 
 NO_SUPPORT = {"sv_ids": np.zeros(0, np.int64), "sv_rows": np.zeros((0, 4)), "sv_coef": np.zeros(0)}  # a reset's
@@ -407,7 +407,8 @@ def test_a_second_path_of_the_same_reference_reuses_its_values_and_takes_the_sam
     X, y, reference = problem
     calls, kernel_times = [], partition_slant.kernel_times
     monkeypatch.setattr(partition_slant, "kernel_times",
-                        lambda data, rows, *args: calls.append(rows.shape[0]) or kernel_times(data, rows, *args))
+                        lambda data, rows, *args, **kw: calls.append(rows.shape[0]) or kernel_times(data, rows, *args,
+                                                                                                     **kw))
     engine = LocalEngine(X, y, n_partitions=2)
     first = fit_slant(engine, reference, eta=0.25, epsilon=0.2, max_support=40)
     assert calls == [reference.n_support] * 2  # one expansion a partition
@@ -420,3 +421,52 @@ def test_a_second_path_of_the_same_reference_reuses_its_values_and_takes_the_sam
     assert other.n_support != reference.n_support
     fit_slant(engine, other, eta=0.5, epsilon=0.5, max_support=30)
     assert calls[before:] == [other.n_support] * 2
+
+
+def test_screened_margins_are_the_float64_ones_below_one_and_leave_the_state_as_it_was(problem, monkeypatch):
+    """The float32 screen of the reference's margins (``reference_margins``) gives the float64 margin's bits
+    wherever it is below 1 and a margin of at least 1 elsewhere, so h and eligibility to the bit, also with
+    biases that put rows' margins a few ulps either side of 1 (a screen that ignored float32's error took rows
+    below 1 for rows above it)."""
+    import core.partition.slant as partition_slant
+
+    X, y, reference = problem
+    X = np.vstack([X] * 5) + np.random.default_rng(7).normal(scale=0.05, size=(5 * len(X), X.shape[1]))
+    data = LocalEngine(X, np.tile(y, 5)).partitions[0]
+    g = kernel_times(data, reference.support_vectors, reference.coef, KERNEL)
+    near = np.argsort(np.abs(np.abs(g) - 1))[:20]  # rows whose |g| is near 1: biases near 0 put them at the edge
+    biases = [reference.bias] + [data.y[i] - g[i] + shift for i in near for shift in (-1e-7, -1e-12, 0.0, 1e-12)]
+    at, kernel_times_at = [], partition_slant.kernel_times
+    monkeypatch.setattr(partition_slant, "kernel_times",
+                        lambda data, rows, *args, at=None: at_sizes(at) or kernel_times_at(data, rows, *args, at=at))
+
+    def at_sizes(rows):
+        at.append(len(data) if rows is None else len(rows))
+
+    for bias in biases:
+        exact = data.y * (g + bias)
+        screened = reference_margins(data, reference.support_vectors, reference.coef, bias, KERNEL, True)
+        below = exact < 1.0
+        assert_bits = np.testing.assert_array_equal
+        assert_bits(screened[below], exact[below])
+        assert (screened[~below] >= 1.0).all()
+        assert_bits(np.minimum(1.0, screened) - data.y * bias, np.minimum(1.0, exact) - data.y * bias)
+        assert_bits(screened > 0.0, exact > 0.0)
+        assert_bits(reference_margins(data, reference.support_vectors, reference.coef, bias, KERNEL, False), exact)
+    screened_sizes = at[0::2]
+    assert 0 < screened_sizes[0] < len(data) / 2  # the screen spared most rows the float64 pass
+    assert at[1::2] == [len(data)] * len(biases)
+
+
+def test_a_path_takes_the_same_steps_with_its_reference_screened_or_not(problem, monkeypatch):
+    import core.slant
+
+    X, y, reference = problem
+    paths = {}
+    for share in (0.0, 1.0):  # never screened, always
+        monkeypatch.setattr(core.slant, "SCREENED_SUPPORT", share)
+        for parts in (1, 3):
+            model = fit_slant(LocalEngine(X, y, n_partitions=parts), reference, eta=0.25, epsilon=0.2)
+            paths[share, parts] = (model.metadata["steps"], model.coef.tobytes())
+    assert paths[0.0, 1] == paths[1.0, 1] and paths[0.0, 3] == paths[1.0, 3]
+    assert len(paths[0.0, 1][0]) > 100
