@@ -19,10 +19,11 @@ which, unlike a call to libm, the compiler vectorises; the element-wise loops
 (exponents, exp, CSR dot products) may take 512-bit vectors
 (``_wide_vectors``), with the same values at any width.  The
 njit helpers select the kernel by an integer code, so each compiles once.
-``kernel_times`` applies K(X, Z) to a vector without forming K: each tile is
+``kernel_times`` applies K(X, Z) to a vector (or a few) without forming K: each tile is
 reduced against its coefficients while in cache, which saves the block's trip
 through memory (2.5-3.3x less CPU than a block and its product with thousands
-of columns; no gain at 100 columns).  ``dense_products`` lends the dense
+of columns; no gain at 100 columns); ``rbf_times_bounded`` does so in float32
+with a bound on the distance from the float64 values.  ``dense_products`` lends the dense
 tiles' micro-kernel to plain matrix products with long sums and few columns
 (SpSVM-2's Gram blocks), where BLAS runs below its rate.
 """
@@ -61,7 +62,8 @@ _GRAM_TILE = 128  # side of a Gram matrix's square tiles
 # per value on one thread).  rbf then takes exp in float32 as well (``_exp32``, twice the vector lanes and half
 # the polynomial: 0.6 against 1.7 ns per value of a 128 x 256 tile, with the exponents), its exponent -gamma
 # ||x - z||^2 taken in float64 as for float64 values and rounded to float32, so a value moves by about
-# gamma (|x|^2 + |z|^2) 1e-7 plus 1e-7 relative; linear and poly finish in float64.  A block (``kernel_block``)
+# gamma (p + 3) (|x|^2 + |z|^2) 6e-8 plus 1e-7 relative (``rbf_times_bounded`` bounds it); linear and poly finish in
+# float64.  A block (``kernel_block``)
 # is then stored in float32, rounding linear and poly values once more; sums over the values (``kernel_times``)
 # stay float64.  The effect on trained models: ``bench/bench_precision.py``
 PRECISIONS = ("float64", "float32")
@@ -230,14 +232,18 @@ def _typed_views(K):
     return (K, None) if K.dtype == np.float64 else (None, K)
 
 
-def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="float64"):
+def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="float64", shaped_as=None):
     """sum_j coef_j K(x_i, z_j) for every row x_i of X, shape (n_x,) float64: K(X, Z) @ coef.
 
     The same blocks, norms and ``precision`` as ``kernel_block``; K is never
     stored.  Row tiles run on numba's threads, each thread adding its tiles'
     products into its own rows of the result.  ``coef`` of shape (n_z, k) gives
     the (n_x, k) products with its k columns from one pass over the tiles, each
-    column's sums the bits of its own call.
+    column's sums the bits of its own call.  A row's value does not depend on
+    the rows beside it, but its sum follows the column tiles, shaped by the
+    multiply-adds per value: ``shaped_as``, a block whose shape the tiles then
+    take (a CSR block's mean entries per row), gives rows taken from that block
+    the bits they have in its own call.
     """
     X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision)
     n, m = X.shape[0], Z.shape[0]
@@ -248,8 +254,8 @@ def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="
     columns = np.ascontiguousarray(coef.T if coef.ndim == 2 else coef[None])  # (k, m), each product's contiguous
     out = np.zeros((columns.shape[0], n))
     if n == 0 or m == 0:
-        return out[0] if coef.ndim == 1 else out.T
-    depth = _depth(X)
+        return out[0] if coef.ndim == 1 else np.ascontiguousarray(out.T)
+    depth = _depth(X if shaped_as is None else _block(shaped_as))
     rows, cols = _tile_shape(m, depth)
     pooled = n > rows and _worth_a_pool(n, m, depth, rows, cols)  # the threads share out row tiles
     workers = numba.get_num_threads() if pooled else 1
@@ -257,7 +263,7 @@ def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="
     X, csr = _tile_inputs(X, precision)
     (_tiles_times if pooled else _tiles_times_serial)(X, csr, Z_tiles, Z_tiles32, *args, rows, cols, columns,
                                                       workers, out)
-    return out[0] if coef.ndim == 1 else out.T
+    return out[0] if coef.ndim == 1 else np.ascontiguousarray(out.T)
 
 
 def dense_products(A, B):
@@ -271,10 +277,11 @@ def dense_products(A, B):
     return _dense_dots(A, 0, A.shape[0], B)
 
 
-# float32's unit roundoff; a float32 rbf expansion's bound (``rbf_times_bounded``) holds while its relative part
-# gamma (p + 3) u (|x|^2 + max |z|^2) stays below _BOUNDED_SHARE
+# float32's unit roundoff; a float32 rbf expansion's bound (``rbf_times_bounded``) holds while the exponent's error
+# delta stays below _BOUNDED_SHARE and the squared norms below _BOUNDED_NORMS (no float32 product or sum overflows)
 _U32 = 2.0**-24
 _BOUNDED_SHARE = 1.0 / 64
+_BOUNDED_NORMS = 2.0**120
 
 
 def rbf_times_bounded(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None):
@@ -282,30 +289,42 @@ def rbf_times_bounded(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None):
     values: (g, bound), |g_i - kernel_times(X, Z, spec, coef)_i| <= bound_i (inf where the bound's terms below
     grow too large to hold), from one pass over the float32 tiles.
 
-    With u = 2^-24 and p features, a float32 value K~ = exp~(e~) of K = exp(e), e = -gamma ||x - z||^2:
-    x . z from x and z rounded to float32 and p fused multiply-adds moves by at most (p + 3) u |x| |z| <=
-    (p + 3) u (|x|^2 + |z|^2) / 2, so e by delta = gamma (p + 3) u (|x|^2 + |z|^2) (the exponent is taken in
-    float64 from the float64 norms); rounding e to float32 adds u |e|, and float32's exp (``_exp32``, within one
-    ulp) a factor 1 + 2u.  For delta <= 1/64: |K~ - K| <= 1.02 (delta + 2u) K + 0.39 u (u |e| e^e <= u / e
-    bounds the second term), hence K <= 1.017 K~ + 0.4 u and |K~ - K| <= 1.04 (delta + 2u) K~ + 0.4 u (+ exp(-87)
-    where ``_exp32`` floors its values).  Summed with |coef_j|: |g_i - sum_j coef_j K_ij| <= 1.05 (delta_i + 2u)
-    S_i + 0.5 u A, S_i = sum_j |coef_j| K~_ij (the pass's second column), A = sum_j |coef_j|, delta_i taken at the
-    largest |z|^2.  The float64 values' own error (theirs and the sums' rounding, below m 2^-52 S_i + 2^-50 A for
-    m < 2^24 columns) takes the bound to 1.25 (delta_i + 2u) S_i + u A."""
+    With u = 2^-24 and t multiply-adds in a dot product (the features of a dense row, the stored entries of a CSR
+    row), x and z rounded to float32 and summed by fused multiply-adds (dense) or products and sums (CSR), the
+    float32 x . z moves by at most c |x| |z| <= c (|x|^2 + |z|^2) / 2 with c = (t + 3) u / (1 - (t + 3) u)
+    (Higham's gamma_n), plus 2^-149 (2t + sqrt(t) (|x| + |z|)) where values fall below float32's normal range;
+    so e = -gamma ||x - z||^2, taken in float64 from the float64 norms, moves by delta = gamma (c (|x|^2 + |z|^2)
+    + 2^-148 (2t + sqrt(t) (|x| + |z|))).  Rounding e to float32 adds u |e|, and float32's exp (``_exp32``,
+    within one ulp) a factor 1 + 2u.  For delta <= 1/64: |K~ - K| <= 1.02 (delta + 2u) K + 0.39 u (u |e| e^e <=
+    u / e bounds the second term), hence K <= 1.017 K~ + 0.4 u and |K~ - K| <= 1.04 (delta + 2u) K~ + 0.4 u (+
+    exp(-87) where ``_exp32`` floors its values).  Summed with |coef_j|: |g_i - sum_j coef_j K_ij| <= 1.05
+    (delta_i + 2u) S_i + 0.5 u A, S_i = sum_j |coef_j| K~_ij (the pass's second column), A = sum_j |coef_j|,
+    delta_i taken at the largest |z|^2.  The float64 values' own error (theirs and the sums' rounding, below
+    m 2^-52 S_i + 2^-50 A for m < 2^24 columns) takes the bound to 1.25 (delta_i + 2u) S_i + u A.  Rows whose
+    |x|^2 + max |z|^2 reaches 2^120, where a float32 product or sum could overflow, get no bound."""
     if spec.name != "rbf":
         raise ValueError(f"rbf_times_bounded takes an rbf kernel, got {spec.name!r}")
     X, Z = _pair(X, Z)
+    m = Z.shape[0]
+    coef = np.asarray(coef, dtype=np.float64)
+    if coef.shape != (m,):
+        raise ValueError(f"coef has shape {coef.shape} but Z has {m} rows: one coefficient per row of Z")
+    if m >= 2**24:
+        raise ValueError(f"rbf_times_bounded's bound holds for fewer than 2^24 rows of Z, got {m}")
     x_sq = _norms(X, x_sq_norms, "x_sq_norms")
     z_sq = _norms(Z, z_sq_norms, "z_sq_norms")
-    coef = np.asarray(coef, dtype=np.float64)
     both = kernel_times(X, Z, spec, np.column_stack([coef, np.abs(coef)]), x_sq, z_sq, precision="float32")
-    if Z.shape[0] == 0:
+    if m == 0:
         return both[:, 0], np.zeros(X.shape[0])
-    if Z.shape[0] >= 2**24:
-        raise ValueError(f"rbf_times_bounded's bound holds for fewer than 2^24 columns, got {Z.shape[0]}")
-    delta = spec.gamma * (X.shape[1] + 3) * _U32 * (x_sq + z_sq.max())
+    terms = np.diff(X.indptr).astype(np.float64) if is_sparse(X) else np.full(X.shape[0], float(X.shape[1]))
+    chain = (terms + 3) * _U32
+    norms = x_sq + z_sq.max()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        delta = spec.gamma * (chain / (1 - chain) * norms
+                              + 2.0**-148 * (2 * terms + np.sqrt(terms) * (np.sqrt(x_sq) + np.sqrt(z_sq.max()))))
     bound = 1.25 * (delta + 2 * _U32) * both[:, 1] + _U32 * np.abs(coef).sum()
-    return both[:, 0], np.where(delta <= _BOUNDED_SHARE, bound, np.inf)
+    reach = (delta <= _BOUNDED_SHARE) & (norms < _BOUNDED_NORMS) & (chain < 0.5) & np.isfinite(bound)
+    return both[:, 0], np.where(reach, bound, np.inf)
 
 
 def kernel_diag(X, spec, x_sq_norms=None):

@@ -14,16 +14,17 @@ from core.rows import as_rows, is_sparse, n_rows, take_rows
 
 
 def kernel_times(data, rows, coef, kernel, at=None):
-    """sum_j coef_j K(x_i, z_j) for every row x_i of the partition, or for its rows ``at`` (indices)
-    (``core.kernels.kernel_times``); zeros when ``rows`` is empty (whatever its width: a round that
-    changed no variable)."""
+    """sum_j coef_j K(x_i, z_j) for every row x_i of the partition, or for its rows ``at`` (indices, each with the
+    bits it has in the call over every row) (``core.kernels.kernel_times``); zeros when ``rows`` is empty
+    (whatever its width: a round that changed no variable)."""
     n = len(data) if at is None else len(at)
     if n_rows(rows) == 0 or n == 0:
         return np.zeros(n)
     spec = kernel if isinstance(kernel, KernelSpec) else KernelSpec.from_dict(kernel)
     if at is None:
         return kernels.kernel_times(data.rows, rows, spec, coef, x_sq_norms=data.sq_norms)
-    return kernels.kernel_times(take_rows(data.rows, at), rows, spec, coef, x_sq_norms=data.sq_norms[at])
+    return kernels.kernel_times(take_rows(data.rows, at), rows, spec, coef, x_sq_norms=data.sq_norms[at],
+                                shaped_as=data.rows)
 
 
 def locate(data, ids):

@@ -175,9 +175,10 @@ def reference_margins(data, rows, coef, bias, spec, screen):
     ``screen`` (rbf only): the expansion in float32 first, with its error bound (``kernels.rbf_times_bounded``);
     the rows it shows at or above 1, with room for the bound and for float64's rounding of the margin, get 1.0,
     and the others their float64 expansion, whose values do not depend on the rows beside them (the same bits as
-    one call over all rows).  On ijcnn1's reference (3,152 support vectors of 49,990 rows) 9.1% and 4.2% of
-    the two partitions' rows were left to the float64 pass (8.1% and 3.1% below 1): a pass in float32 (0.041 s
-    of CPU on 25,000 rows, one column; 0.071 s in float64) and a tenth of one in float64 instead of a whole one.
+    one call over all rows, ``common.kernel_times``).  On ijcnn1's reference (3,152 support vectors of 49,990
+    rows) 9.1% and 4.2% of the two partitions' rows were left to the float64 pass (8.1% and 3.1% below 1): a pass
+    in float32 with its bound (0.047-0.048 s of CPU on 25,000 rows; 0.077-0.079 s in float64) and a tenth of one
+    in float64 instead of a whole one.
     On covtype-15k's (7,333 of 15,000) 54% were: the driver screens only references with few support vectors
     (``core.slant``)."""
     if not screen or spec.name != "rbf" or n_rows(rows) == 0:
@@ -185,7 +186,8 @@ def reference_margins(data, rows, coef, bias, spec, screen):
     g, bound = rbf_times_bounded(data.rows, rows, spec, coef, x_sq_norms=data.sq_norms)
     # 1 <= y (g + b) - bound, less float64's rounding of y (g + b) (a few ulps of |g| + |b| + 1)
     margin = np.ones(len(data))
-    rest = np.flatnonzero(~(data.y * (g + bias) >= 1.0 + 1.001 * bound + 2.0**-40 * (1.0 + np.abs(g) + abs(bias))))
+    above = np.isfinite(g) & (data.y * (g + bias) >= 1.0 + 1.001 * bound + 2.0**-40 * (1.0 + np.abs(g) + abs(bias)))
+    rest = np.flatnonzero(~above)
     margin[rest] = data.y[rest] * (kernel_times(data, rows, coef, spec, at=rest) + bias)
     return margin
 

@@ -436,26 +436,21 @@ def test_screened_margins_are_the_float64_ones_below_one_and_leave_the_state_as_
     g = kernel_times(data, reference.support_vectors, reference.coef, KERNEL)
     near = np.argsort(np.abs(np.abs(g) - 1))[:20]  # rows whose |g| is near 1: biases near 0 put them at the edge
     biases = [reference.bias] + [data.y[i] - g[i] + shift for i in near for shift in (-1e-7, -1e-12, 0.0, 1e-12)]
-    at, kernel_times_at = [], partition_slant.kernel_times
-    monkeypatch.setattr(partition_slant, "kernel_times",
-                        lambda data, rows, *args, at=None: at_sizes(at) or kernel_times_at(data, rows, *args, at=at))
-
-    def at_sizes(rows):
-        at.append(len(data) if rows is None else len(rows))
-
+    sizes, kernel_times_at = [], partition_slant.kernel_times  # the rows of each float64 pass
+    monkeypatch.setattr(partition_slant, "kernel_times", lambda data, rows, *args, at=None: sizes.append(
+        len(data) if at is None else len(at)) or kernel_times_at(data, rows, *args, at=at))
     for bias in biases:
         exact = data.y * (g + bias)
         screened = reference_margins(data, reference.support_vectors, reference.coef, bias, KERNEL, True)
         below = exact < 1.0
-        assert_bits = np.testing.assert_array_equal
-        assert_bits(screened[below], exact[below])
+        np.testing.assert_array_equal(screened[below], exact[below])
         assert (screened[~below] >= 1.0).all()
-        assert_bits(np.minimum(1.0, screened) - data.y * bias, np.minimum(1.0, exact) - data.y * bias)
-        assert_bits(screened > 0.0, exact > 0.0)
-        assert_bits(reference_margins(data, reference.support_vectors, reference.coef, bias, KERNEL, False), exact)
-    screened_sizes = at[0::2]
-    assert 0 < screened_sizes[0] < len(data) / 2  # the screen spared most rows the float64 pass
-    assert at[1::2] == [len(data)] * len(biases)
+        np.testing.assert_array_equal(np.minimum(1.0, screened) - data.y * bias, np.minimum(1.0, exact) - data.y * bias)
+        np.testing.assert_array_equal(screened > 0.0, exact > 0.0)
+        np.testing.assert_array_equal(
+            reference_margins(data, reference.support_vectors, reference.coef, bias, KERNEL, False), exact)
+    assert 0 < sizes[0] < len(data) / 2  # the screen spared most rows the float64 pass
+    assert sizes[1::2] == [len(data)] * len(biases)
 
 
 def test_a_path_takes_the_same_steps_with_its_reference_screened_or_not(problem, monkeypatch):
