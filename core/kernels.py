@@ -19,13 +19,14 @@ which, unlike a call to libm, the compiler vectorises; the element-wise loops
 (exponents, exp, CSR dot products) may take 512-bit vectors
 (``_wide_vectors``), with the same values at any width.  The
 njit helpers select the kernel by an integer code, so each compiles once.
-``kernel_times`` applies K(X, Z) to a vector (or a few) without forming K: each tile is
-reduced against its coefficients while in cache, which saves the block's trip
-through memory (2.5-3.3x less CPU than a block and its product with thousands
-of columns; no gain at 100 columns); ``rbf_times_bounded`` does so in float32
-with a bound on the distance from the float64 values.  ``dense_products`` lends the dense
-tiles' micro-kernel to plain matrix products with long sums and few columns
-(SpSVM-2's Gram blocks), where BLAS runs below its rate.
+``kernel_times`` applies K(X, Z) to a vector (or a few) without forming K:
+each tile is reduced against its coefficients while in cache, which saves the
+block's trip through memory (2.5-3.3x less CPU than a block and its product
+with thousands of columns; no gain at 100 columns); ``rbf_times_bounded`` does
+so in float32, with a bound on its distance from the float64 values.
+``dense_products`` lends the dense tiles' micro-kernel to plain matrix
+products with long sums and few columns (SpSVM-2's Gram blocks), where BLAS
+runs below its rate.
 """
 
 import math
@@ -62,10 +63,9 @@ _GRAM_TILE = 128  # side of a Gram matrix's square tiles
 # per value on one thread).  rbf then takes exp in float32 as well (``_exp32``, twice the vector lanes and half
 # the polynomial: 0.6 against 1.7 ns per value of a 128 x 256 tile, with the exponents), its exponent -gamma
 # ||x - z||^2 taken in float64 as for float64 values and rounded to float32, so a value moves by about
-# gamma (p + 3) (|x|^2 + |z|^2) 6e-8 plus 1e-7 relative (``rbf_times_bounded`` bounds it); linear and poly finish in
-# float64.  A block (``kernel_block``)
-# is then stored in float32, rounding linear and poly values once more; sums over the values (``kernel_times``)
-# stay float64.  The effect on trained models: ``bench/bench_precision.py``
+# gamma (p + 3) (|x|^2 + |z|^2) 6e-8 plus 1e-7 relative (``rbf_times_bounded`` bounds it); linear and poly finish
+# in float64.  A block (``kernel_block``) is then stored in float32, rounding linear and poly values once more;
+# sums over the values (``kernel_times``) stay float64.  The effect on trained models: ``bench/bench_precision.py``
 PRECISIONS = ("float64", "float32")
 # numba's pool only for blocks of at least this many operations (multiply-adds plus ~16 for the exp per
 # value), ~10 ms on one core: a pool thread that the scheduler has put aside costs the whole block a

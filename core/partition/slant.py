@@ -178,9 +178,8 @@ def reference_margins(data, rows, coef, bias, spec, screen):
     one call over all rows, ``common.kernel_times``).  On ijcnn1's reference (3,152 support vectors of 49,990
     rows) 9.1% and 4.2% of the two partitions' rows were left to the float64 pass (8.1% and 3.1% below 1): a pass
     in float32 with its bound (0.047-0.048 s of CPU on 25,000 rows; 0.077-0.079 s in float64) and a tenth of one
-    in float64 instead of a whole one.
-    On covtype-15k's (7,333 of 15,000) 54% were: the driver screens only references with few support vectors
-    (``core.slant``)."""
+    in float64 instead of a whole one.  On covtype-15k's (7,333 of 15,000) 54% were: the driver screens only
+    references with few support vectors (``core.slant``)."""
     if not screen or spec.name != "rbf" or n_rows(rows) == 0:
         return data.y * (kernel_times(data, rows, coef, spec) + bias)
     g, bound = rbf_times_bounded(data.rows, rows, spec, coef, x_sq_norms=data.sq_norms)
