@@ -454,14 +454,19 @@ def test_screened_margins_are_the_float64_ones_below_one_and_leave_the_state_as_
 
 
 def test_a_path_takes_the_same_steps_with_its_reference_screened_or_not(problem, monkeypatch):
+    import core.partition.slant as partition_slant
     import core.slant
 
     X, y, reference = problem
+    screens, bounded = [], partition_slant.rbf_times_bounded
+    monkeypatch.setattr(partition_slant, "rbf_times_bounded", lambda *args, **kw: screens.append(1) or bounded(*args,
+                                                                                                               **kw))
     paths = {}
     for share in (0.0, 1.0):  # never screened, always
         monkeypatch.setattr(core.slant, "SCREENED_SUPPORT", share)
         for parts in (1, 3):
             model = fit_slant(LocalEngine(X, y, n_partitions=parts), reference, eta=0.25, epsilon=0.2)
             paths[share, parts] = (model.metadata["steps"], model.coef.tobytes())
+        assert len(screens) == (0 if share == 0.0 else 4)  # a screen a partition, in the first round only
     assert paths[0.0, 1] == paths[1.0, 1] and paths[0.0, 3] == paths[1.0, 3]
     assert len(paths[0.0, 1][0]) > 100
