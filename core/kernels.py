@@ -313,16 +313,18 @@ def rbf_times_bounded(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None):
         raise ValueError(f"rbf_times_bounded's bound holds for fewer than 2^24 rows of Z, got {m}")
     x_sq = _norms(X, x_sq_norms, "x_sq_norms")
     z_sq = _norms(Z, z_sq_norms, "z_sq_norms")
-    both = kernel_times(X, Z, spec, np.column_stack([coef, np.abs(coef)]), x_sq, z_sq, precision="float32")
+    magnitude = np.abs(coef)
+    both = kernel_times(X, Z, spec, np.column_stack([coef, magnitude]), x_sq, z_sq, precision="float32")
     if m == 0:
         return both[:, 0], np.zeros(X.shape[0])
     terms = np.diff(X.indptr).astype(np.float64) if is_sparse(X) else np.full(X.shape[0], float(X.shape[1]))
     chain = (terms + 3) * _U32
-    norms = x_sq + z_sq.max()
+    z_sq_max = z_sq.max()
+    norms = x_sq + z_sq_max
     with np.errstate(divide="ignore", invalid="ignore"):
         delta = spec.gamma * (chain / (1 - chain) * norms
-                              + 2.0**-148 * (2 * terms + np.sqrt(terms) * (np.sqrt(x_sq) + np.sqrt(z_sq.max()))))
-    bound = 1.25 * (delta + 2 * _U32) * both[:, 1] + _U32 * np.abs(coef).sum()
+                              + 2.0**-148 * (2 * terms + np.sqrt(terms) * (np.sqrt(x_sq) + np.sqrt(z_sq_max))))
+    bound = 1.25 * (delta + 2 * _U32) * both[:, 1] + _U32 * magnitude.sum()
     reach = (delta <= _BOUNDED_SHARE) & (norms < _BOUNDED_NORMS) & (chain < 0.5) & np.isfinite(bound)
     return both[:, 0], np.where(reach, bound, np.inf)
 
