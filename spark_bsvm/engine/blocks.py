@@ -12,6 +12,7 @@ from core.labels import two_classes
 from core.moments import group_moments
 from core.rows import csr_from_arrays, dense_enough, to_dense
 from spark_bsvm.engine.task_threads import use_task_cores
+from spark_bsvm.engine.worker_gc import freeze_long_lived
 
 
 class ColumnError(IllegalArgumentException, ValueError):
@@ -67,7 +68,9 @@ def rows_column(df, features_col, n_features, compute, return_type):
 
     @F.arrow_udf(return_type)
     def batch(column: pa.Array) -> pa.Array:
-        use_task_cores(TaskContext.get())
+        context = TaskContext.get()
+        freeze_long_lived(context)
+        use_task_cores(context)
         out = compute(rows_from_arrow(column, n_features))
         if isinstance(out, dict):
             return pa.StructArray.from_arrays([pa.array(v) for v in out.values()], names=list(out))
@@ -83,7 +86,9 @@ def _rows_column_pandas(df, features_col, n_features, compute, return_type):
     from pyspark.sql import functions as F
 
     def rows(arrays):
-        use_task_cores(TaskContext.get())
+        context = TaskContext.get()
+        freeze_long_lived(context)
+        use_task_cores(context)
         return np.stack(arrays.to_numpy()) if len(arrays) else np.zeros((0, n_features))
 
     if return_type.startswith("array"):
