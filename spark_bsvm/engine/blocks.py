@@ -12,7 +12,7 @@ from core.labels import two_classes
 from core.moments import group_moments
 from core.rows import csr_from_arrays, dense_enough, to_dense
 from spark_bsvm.engine.task_threads import use_task_cores
-from spark_bsvm.engine.worker_gc import freeze_long_lived
+from spark_bsvm.engine.worker_gc import freeze_at_task_start
 
 
 class ColumnError(IllegalArgumentException, ValueError):
@@ -69,7 +69,7 @@ def rows_column(df, features_col, n_features, compute, return_type):
     @F.arrow_udf(return_type)
     def batch(column: pa.Array) -> pa.Array:
         context = TaskContext.get()
-        freeze_long_lived(context)
+        freeze_at_task_start(context)
         use_task_cores(context)
         out = compute(rows_from_arrow(column, n_features))
         if isinstance(out, dict):
@@ -87,7 +87,7 @@ def _rows_column_pandas(df, features_col, n_features, compute, return_type):
 
     def rows(arrays):
         context = TaskContext.get()
-        freeze_long_lived(context)
+        freeze_at_task_start(context)
         use_task_cores(context)
         return np.stack(arrays.to_numpy()) if len(arrays) else np.zeros((0, n_features))
 

@@ -33,8 +33,8 @@ from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import groups_message, partition_block, partition_groups, partition_rows
 from spark_bsvm.engine.hosted import host_fit
 from spark_bsvm.engine.task_threads import use_task_cores
-from spark_bsvm.engine.worker_gc import freeze_long_lived
 from spark_bsvm.engine.stage import MISSING, UNREACHABLE, output_batch, output_row, output_schema, record_batches
+from spark_bsvm.engine.worker_gc import freeze_at_task_start
 
 CONNECT_TIMEOUT = 10.0  # seconds a task tries to open its connection to the coordinator
 
@@ -172,7 +172,7 @@ def run_task(spec, rows, input_schema=None):
 
     batches = record_batches(rows, input_schema)
     context = BarrierTaskContext.get()
-    freeze_long_lived(context)
+    freeze_at_task_start(context)
     use_task_cores(context)
     # BLAS on one thread while the task serves rounds, as core's fits do (core.threads): its spinning
     # threads made each round of an SpSVM fit on ijcnn1 3.8 ms slower (bench/bench_engines.py)

@@ -1,5 +1,5 @@
 """The Python workers' objects frozen at each task's start: skipped by the collection after the task, collected
-whole every ``FULL_COLLECTION_EVERY`` tasks, frozen by the training tasks of a fit."""
+whole every ``FULL_COLLECTION_EVERY`` tasks; frozen by a fit's training tasks and by a transform's."""
 
 import gc
 import weakref
@@ -14,7 +14,7 @@ from tests.conftest import to_df
 
 
 class Task:
-    """A ``TaskContext`` as ``freeze_long_lived`` sees one."""
+    """A ``TaskContext`` as ``freeze_at_task_start`` sees one."""
 
     def __init__(self, attempt):
         self.attempt = attempt
@@ -45,7 +45,7 @@ def cycle():
 
 def test_a_cycle_alive_at_a_task_start_outlives_the_collections_after_it():
     alive, node = cycle()
-    worker_gc.freeze_long_lived(Task(1))
+    worker_gc.freeze_at_task_start(Task(1))
     del node
     gc.collect()  # the daemon's collection after the task
     assert alive() is not None
@@ -55,9 +55,9 @@ def test_a_cycle_alive_at_a_task_start_outlives_the_collections_after_it():
 
 
 def test_objects_made_during_a_task_are_not_frozen_by_its_later_calls():
-    worker_gc.freeze_long_lived(Task(1))
+    worker_gc.freeze_at_task_start(Task(1))
     alive, node = cycle()
-    worker_gc.freeze_long_lived(Task(1))  # a transform's next Arrow batch: the same task
+    worker_gc.freeze_at_task_start(Task(1))  # a transform's next Arrow batch: the same task
     del node
     gc.collect()
     assert alive() is None
@@ -67,38 +67,61 @@ def test_objects_made_during_a_task_are_not_frozen_by_its_later_calls():
 def test_a_full_collection_every_so_many_tasks_frees_what_was_frozen(monkeypatch):
     monkeypatch.setattr(worker_gc, "FULL_COLLECTION_EVERY", 3)
     alive, node = cycle()
-    worker_gc.freeze_long_lived(Task(7))
+    worker_gc.freeze_at_task_start(Task(7))
     del node
-    worker_gc.freeze_long_lived(Task(8))
+    worker_gc.freeze_at_task_start(Task(8))
     gc.collect()
     assert alive() is not None  # frozen at the first task, and the second did not thaw it
-    worker_gc.freeze_long_lived(Task(9))
+    worker_gc.freeze_at_task_start(Task(9))
     assert alive() is None
     assert gc.get_freeze_count() > 0  # frozen again after the full collection
-    assert worker_gc.FULL_COLLECTION_EVERY == 3 and worker_gc._worker["tasks"] == 3
 
 
 def test_outside_a_task_nothing_is_frozen():
-    worker_gc.freeze_long_lived(None)
+    worker_gc.freeze_at_task_start(None)
     assert gc.get_freeze_count() == 0 and worker_gc._worker["tasks"] == 0
 
 
-@pytest.mark.spark
-def test_the_workers_of_a_fit_hold_frozen_objects(spark):
-    """After a fit, a Python job of the same session finds the objects of a worker that ran one of its tasks
-    frozen: its next task starts without waiting for a full collection.  (Idle workers are reused oldest first,
-    so a worker of an earlier job may take one of the probe's two tasks, not both.)"""
+def probe_workers(spark, thaw=False):
+    """The frozen objects of the session's SQL Python workers, one count per task of a job of 8 tasks (with
+    ``thaw``, each task first thaws its worker's objects).  Spark hands out its idle workers oldest first, so
+    the tasks go round every idle worker (this session runs at most two tasks at once)."""
     import pyarrow as pa
 
-    X, y = make_rings(200, 4, seed=5)
-    train(to_df(spark, X, y), fit_csvc, {"C": 1.0}, num_partitions=2)
-
-    def frozen(batches):
+    def count(batches):
         import gc
 
         for _ in batches:
             pass
+        if thaw:
+            gc.unfreeze()
         yield pa.RecordBatch.from_pydict({"frozen": [gc.get_freeze_count()]})
 
-    counts = [row.frozen for row in spark.range(0, 2, 1, 2).mapInArrow(frozen, "frozen long").collect()]
-    assert len(counts) == 2 and max(counts) > 0
+    return [row.frozen for row in spark.range(0, 8, 1, 8).mapInArrow(count, "frozen long").collect()]
+
+
+@pytest.fixture
+def thawed_workers(spark):
+    """The Python workers of ``spark`` with nothing frozen (checked)."""
+    probe_workers(spark, thaw=True)
+    assert max(probe_workers(spark)) == 0
+
+
+@pytest.mark.spark
+def test_the_training_tasks_freeze_their_workers_objects(spark, thawed_workers):
+    X, y = make_rings(200, 4, seed=5)
+    train(to_df(spark, X, y), fit_csvc, {"C": 1.0}, num_partitions=2)
+    assert max(probe_workers(spark)) > 0
+
+
+@pytest.mark.spark
+def test_a_transform_freezes_its_workers_objects(spark):
+    from spark_bsvm import CSVC
+
+    X, y = make_rings(200, 4, seed=5)
+    df = to_df(spark, X, y)
+    model = CSVC(C=1.0, numPartitions=2).fit(df)
+    probe_workers(spark, thaw=True)
+    assert max(probe_workers(spark)) == 0
+    model.transform(df).select("prediction").collect()
+    assert max(probe_workers(spark)) > 0
