@@ -913,30 +913,28 @@ def _add_row_tile_times(t, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, 
     for jlo in range(0, m, cols):
         jhi = min(jlo + cols, m)
         if Z_tiles32 is None:
-            values = _tile_values(X, csr, lo, hi, _z_tile(Z_tiles, p, jlo, jhi), code, x_sq[lo:hi], z_sq[jlo:jhi],
-                                  gamma, coef0, degree)
-            for c in range(coef.shape[0]):
-                _add_tile_times(values, coef[c, jlo:jhi], out[c, lo:hi])
+            _add_tile_times(_tile_values(X, csr, lo, hi, _z_tile(Z_tiles, p, jlo, jhi), code, x_sq[lo:hi],
+                                         z_sq[jlo:jhi], gamma, coef0, degree), coef, jlo, out, lo)
         elif code == RBF:  # float32 values, summed in float64 with no widened copy
-            values32 = _rbf_tile32(X, csr, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), x_sq[lo:hi], z_sq[jlo:jhi], gamma)
-            for c in range(coef.shape[0]):
-                _add_tile_times(values32, coef[c, jlo:jhi], out[c, lo:hi])
+            _add_tile_times(_rbf_tile32(X, csr, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), x_sq[lo:hi], z_sq[jlo:jhi],
+                                        gamma), coef, jlo, out, lo)
         else:
-            values = _tile_values32(X, csr, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), code, x_sq[lo:hi],
-                                    z_sq[jlo:jhi], gamma, coef0, degree)
-            for c in range(coef.shape[0]):
-                _add_tile_times(values, coef[c, jlo:jhi], out[c, lo:hi])
+            _add_tile_times(_tile_values32(X, csr, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), code, x_sq[lo:hi],
+                                           z_sq[jlo:jhi], gamma, coef0, degree), coef, jlo, out, lo)
 
 
 @numba.njit(**NJIT_SUMS)
-def _add_tile_times(dots, coef, out):
-    """out[i] += sum_j dots[i, j] coef[j] in float64 (vectorised partial sums; ``dots`` float64 or float32)."""
-    for i in range(dots.shape[0]):
-        row = dots[i]
-        total = 0.0
-        for j in range(row.shape[0]):
-            total += row[j] * coef[j]
-        out[i] += total
+def _add_tile_times(dots, coef, jlo, out, lo):
+    """out[c, lo + i] += sum_j dots[i, j] coef[c, jlo + j] for every row c of ``coef`` and ``out``, in float64
+    (vectorised partial sums; ``dots`` float64 or float32): the tile of values once for all the products."""
+    for c in range(coef.shape[0]):
+        weights, sums = coef[c, jlo:jlo + dots.shape[1]], out[c, lo:lo + dots.shape[0]]
+        for i in range(dots.shape[0]):
+            row = dots[i]
+            total = 0.0
+            for j in range(row.shape[0]):
+                total += row[j] * weights[j]
+            sums[i] += total
 
 
 def _serial_twin(parallel, name):
