@@ -193,9 +193,11 @@ class Coordinator:
             self._poll([])
 
     def send_all(self, message):
+        """Send ``message`` to every connected task (encoded once for all of them)."""
         self._sent = time.perf_counter()
+        buffers = wire.frame(message)
         for conn in self.conns.values():
-            wire.send(conn, message)
+            wire.send_frame(conn, buffers)
 
     def gather(self, timed=True):
         """{partition id: answer} of every task; LostTask if a task is lost or a retried task connects, a

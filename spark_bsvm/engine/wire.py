@@ -14,6 +14,7 @@ the coordinator compares the secret in constant time before reading anything els
 
 import hmac
 import json
+import math
 import struct
 
 import numpy as np
@@ -71,9 +72,11 @@ def _read_array(payload, offset, spec):
     if dtype.kind not in _KINDS:
         raise ValueError(f"refusing an array of dtype {dtype} in a message")
     shape = tuple(int(n) for n in spec["shape"])
-    count = int(np.prod(shape, dtype=np.int64))
+    if min(shape, default=0) < 0:
+        raise ValueError(f"refusing an array of shape {shape} in a message")
+    count = math.prod(shape)  # np.prod took 2 of the 3.7 us an array's read cost
     size = count * dtype.itemsize
-    if count < 0 or offset + size > len(payload):
+    if offset + size > len(payload):
         raise ValueError("an array in a message runs past its frame")
     array = np.frombuffer(payload, dtype=dtype, count=count, offset=offset).reshape(shape).copy()
     return array, offset + size
@@ -102,17 +105,27 @@ def decode(payload):
     return message
 
 
-def send(sock, message):
-    """Send ``message`` as one frame (one system call for small messages; large arrays are not copied)."""
+def frame(message):
+    """The frame of ``message`` as the buffers to send in turn: one for small messages (one system call), else the
+    length and header, then each array's bytes (large arrays are not copied).  Built once for any number of
+    recipients (``send_frame``)."""
     head, blobs = _encode_parts(message)
     size = 8 + len(head) + sum(blob.nbytes for blob in blobs)
     prefix = _LENGTH.pack(size) + _LENGTH.pack(len(head)) + head
     if size < 1 << 16:
-        sock.sendall(b"".join([prefix, *blobs]))
-    else:
-        sock.sendall(prefix)
-        for blob in blobs:
-            sock.sendall(blob)
+        return [b"".join([prefix, *blobs])]
+    return [prefix, *blobs]
+
+
+def send_frame(sock, buffers):
+    """Send a frame made by ``frame``."""
+    for buffer in buffers:
+        sock.sendall(buffer)
+
+
+def send(sock, message):
+    """Send ``message`` as one frame."""
+    send_frame(sock, frame(message))
 
 
 def _recv_exactly(sock, n):

@@ -1,6 +1,8 @@
 """The wire format: every value kind survives a round trip; nothing but plain numbers is accepted."""
 
+import json
 import socket
+import struct
 import threading
 
 import numpy as np
@@ -61,3 +63,29 @@ def test_an_array_longer_than_its_frame_is_refused():
     payload = wire.encode({"a": np.zeros(4)})
     with pytest.raises(ValueError, match="runs past its frame"):
         wire.decode(payload[:-8])
+
+
+@pytest.mark.parametrize("shape", [[-1, 4], [-2, -2]])
+def test_a_negative_shape_is_refused(shape):
+    head = json.dumps({"a": {"kind": "array", "arrays": [{"dtype": "<f8", "shape": shape}]}}).encode()
+    forged = struct.pack(">Q", len(head)) + head + bytes(32)
+    with pytest.raises(ValueError, match="refusing an array of shape"):
+        wire.decode(forged)
+
+
+@pytest.mark.parametrize("size", [10, 400_000])  # one buffer, and the header then each array's bytes
+def test_one_frame_reaches_every_recipient_intact(size):
+    message = {"x": np.random.default_rng(1).random(size), "ids": np.arange(3), "function": "spsvm_line"}
+    buffers = wire.frame(message)
+    assert len(buffers) == (1 if size == 10 else 3)
+    pairs = [socket.socketpair() for _ in range(2)]
+    senders = [threading.Thread(target=wire.send_frame, args=(left, buffers)) for left, _ in pairs]
+    for sender in senders:
+        sender.start()
+    received = [wire.recv(right) for _, right in pairs]
+    for sender in senders:
+        sender.join()
+    for left, right in pairs:
+        left.close()
+        right.close()
+    assert all(_same(value, answer[key]) for answer in received for key, value in message.items())
