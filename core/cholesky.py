@@ -104,7 +104,8 @@ class CholeskyFactor:
         return _rotate(self.R, self.size, self._vector(x), -1.0)
 
     def refactor(self, P):
-        """R from scratch for the symmetric ``P`` (size x size); False when P is not positive definite."""
+        """R from scratch for the symmetric ``P`` (size x size), of which only the upper triangle is read; False
+        when P is not positive definite."""
         d = P.shape[0]
         if d > self.R.shape[0]:
             raise ValueError(f"P of size {d} exceeds the capacity {self.R.shape[0]}")

@@ -36,8 +36,8 @@ Each stage (one new basis function):
      t from an exact line search on the piecewise quadratic f(beta + t delta).  When the active
      set I = {i : y_i o_i < 1} changes, P changes by +-w_i k_i k_i^T for the examples that
      entered or left: rank-one updates and downdates of the factor when they are few (at most
-     6 + d / 64, where they cost less than a refactorisation), else a refactorisation of the
-     updated P.  Newton ends exactly when a full step leaves I unchanged (finite termination:
+     4 + d / 12, where they cost less than a refactorisation), else a refactorisation of the
+     updated P (the driver keeps P's upper triangle, changed in place by BLAS: ``core.blas``).  Newton ends exactly when a full step leaves I unchanged (finite termination:
      the loss is quadratic on each I).
 The fit stops at ``max_basis`` functions or, at a re-optimisation, when f fell by less than ``tol``
 relative per basis function added since the previous one.
@@ -70,6 +70,7 @@ import time
 
 import numpy as np
 
+from core.blas import add_gram, symmetric_times
 from core.cholesky import CholeskyFactor
 from core.kernels import KernelSpec, kernel_diag
 from core.model import KernelExpansion
@@ -175,7 +176,7 @@ class _Fit:
         self.beta = np.zeros(capacity)
         self.penalty = 0.0  # beta^T K'_JJ beta
         self.K = np.zeros((capacity, capacity))  # K'_JJ
-        self.P = np.zeros((capacity, capacity))
+        self.P = np.zeros((capacity, capacity))  # P in its top-left d x d block: the upper triangle (``core.blas``)
         self.factor = CholeskyFactor(capacity)
         self.span = CholeskyFactor(capacity)  # of K'_JJ, for the candidates' distance from span(J)
         self.rows = None  # basis rows, a block
@@ -373,7 +374,7 @@ class _Fit:
         reg_curv = self.lam * (delta @ k_delta)
         search = _OneDimNewton([0.0])
         # to the Newton point of P's quadratic, t ~ 1 (the piece around 0 is not known: [0, 0])
-        search.step(np.array([g @ delta]), np.array([delta @ self.P[:d, :d] @ delta]), 0.0, 0.0)
+        search.step(np.array([g @ delta]), np.array([delta @ symmetric_times(self.P, d, delta)]), 0.0, 0.0)
         send = delta
         for rounds in range(1, _MAX_ONE_D_ROUNDS + 1):
             t = float(search.x[0])
@@ -401,7 +402,6 @@ class _Fit:
         self.P[:d, start:d] = self.lam * self.K[:d, start:d] + block
         corner = self.P[start:d, start:d]
         corner[...] = np.triu(corner) + np.triu(corner, 1).T  # exactly symmetric
-        self.P[start:d, :start] = self.P[:start, start:d].T
         if not self.factor.extend(self.P[:start, start:d], corner):
             self._singular(d)
 
@@ -416,8 +416,8 @@ class _Fit:
         P = self.P[:d, :d]
         for change in dense:
             P += change
-        P += entering.T @ entering  # the rows' outer products, one matrix product each
-        P -= leaving.T @ leaving
+        add_gram(self.P, d, entering)  # the rows' outer products, in place on P's upper triangle
+        add_gram(self.P, d, leaving, -1.0)
         if not dense and len(entering) + len(leaving) <= _RANK_ONE_BASE + d / _RANK_ONE_SHARE:
             for r in entering:
                 self.factor.update(r)

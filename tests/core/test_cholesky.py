@@ -128,3 +128,10 @@ def test_the_vectorised_loops_give_the_plain_loops_bits(d):
     updated = factor.upper.copy()
     assert factor.downdate(x)
     assert np.array_equal(factor.upper, _rotated_plainly(updated, x, -1.0))
+
+
+def test_a_refactorisation_reads_the_upper_triangle_alone():
+    P = _spd(12, seed=3)
+    stale = P.copy()
+    stale[np.tril_indices(12, -1)] = np.nan
+    np.testing.assert_array_equal(_factor_of(stale).upper, _factor_of(P).upper)
