@@ -38,10 +38,12 @@ def _double(value):
     return ctypes.byref(ctypes.c_double(value))
 
 
-def _check(P, d, name, vector):
-    if P.dtype != np.float64 or not P.flags.c_contiguous or P.ndim != 2 or not 0 <= d <= min(P.shape):
+def _check(P, d, name, vector, ndim):
+    if P.ndim != 2 or P.dtype != np.float64 or not P.flags.c_contiguous or not 0 <= d <= min(P.shape):
         raise ValueError(f"P must be a C-contiguous 2-d float64 array of at least {d} x {d}, got {P.dtype} "
                          f"{P.shape}")
+    if vector.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-d, got shape {vector.shape}")
     if vector.dtype != np.float64 or not vector.flags.c_contiguous or vector.shape[-1] != d:
         raise ValueError(f"{name} must be C-contiguous float64 with {d} columns, got {vector.dtype} {vector.shape}")
 
@@ -50,9 +52,9 @@ def add_gram(P, d, X, sign=1.0):
     """P[:d, :d]'s upper triangle (its diagonal included) += sign X^T X, in place, for the (m x d) rows X.
 
     P's strictly lower triangle and everything outside the block are left as they are."""
-    _check(P, d, "X", X)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-d, got shape {X.shape}")
+    _check(P, d, "X", X, ndim=2)
+    if not P.flags.writeable:
+        raise ValueError("P must be writeable: add_gram changes it in place")
     if len(X) == 0 or d == 0:
         return
     _dsyrk(ctypes.byref(_LOWER), ctypes.byref(_NOT_TRANSPOSED), _int(d), _int(len(X)), _double(sign),
@@ -61,9 +63,7 @@ def add_gram(P, d, X, sign=1.0):
 
 def symmetric_times(P, d, x):
     """P[:d, :d] x for the symmetric matrix whose upper triangle P[:d, :d] holds (its lower one is not read)."""
-    _check(P, d, "x", x)
-    if x.ndim != 1:
-        raise ValueError(f"x must be 1-d, got shape {x.shape}")
+    _check(P, d, "x", x, ndim=1)
     y = np.zeros(d)
     if d:
         _dsymv(ctypes.byref(_LOWER), _int(d), _double(1.0), P.ctypes.data_as(_POINTER), _int(P.shape[1]),

@@ -37,8 +37,10 @@ Each stage (one new basis function):
      set I = {i : y_i o_i < 1} changes, P changes by +-w_i k_i k_i^T for the examples that
      entered or left: rank-one updates and downdates of the factor when they are few (at most
      4 + d / 12, where they cost less than a refactorisation), else a refactorisation of the
-     updated P (the driver keeps P's upper triangle, changed in place by BLAS: ``core.blas``).  Newton ends exactly when a full step leaves I unchanged (finite termination:
-     the loss is quadratic on each I).
+     updated P.  The driver keeps P's upper triangle alone: the rows' outer products are added
+     to it in place by BLAS (``core.blas``), a partition's dense change to the whole block.
+     Newton ends exactly when a full step leaves I unchanged (finite termination: the loss is
+     quadratic on each I).
 The fit stops at ``max_basis`` functions or, at a re-optimisation, when f fell by less than ``tol``
 relative per basis function added since the previous one.
 

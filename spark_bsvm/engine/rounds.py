@@ -195,6 +195,8 @@ class Coordinator:
     def send_all(self, message):
         """Send ``message`` to every connected task (encoded once for all of them)."""
         self._sent = time.perf_counter()
+        if not self.conns:  # a hosted fit of one partition: its coordinating task has no one to send to
+            return
         buffers = wire.frame(message)
         for conn in self.conns.values():
             wire.send_frame(conn, buffers)

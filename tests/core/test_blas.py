@@ -51,3 +51,8 @@ def test_bad_arguments_are_explained_before_blas_sees_them():
         add_gram(P, 3, np.zeros((2, 3), np.float32))
     with pytest.raises(ValueError, match="x must be 1-d"):
         symmetric_times(P, 3, np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="X must be 2-d"):
+        add_gram(P, 3, np.float64(1.0))
+    P.flags.writeable = False
+    with pytest.raises(ValueError, match="P must be writeable"):
+        add_gram(P, 3, np.zeros((1, 3)))

@@ -62,6 +62,24 @@ def test_the_rank_one_limit_changes_the_cost_not_the_fit(monkeypatch, base, shar
     assert after["objective"] == pytest.approx(before["objective"], rel=1e-12)
 
 
+
+@pytest.mark.parametrize("selection, max_basis", [("method2", 40), ("method1", 8)])
+def test_the_driver_never_reads_p_below_its_diagonal(monkeypatch, selection, max_basis):
+    """The driver keeps P's upper triangle alone (``core.blas``): NaN planted below the diagonal before each step
+    that reads or changes P leaves every bit of the fit as it was (Method 1's trials save and restore P too)."""
+    X, y = make_rings(150, 4, seed=7)
+    kwargs = dict(max_basis=max_basis, lam=0.05, kernel=KERNEL, retrain="always", tol=0, selection=selection)
+    clean = fit_spsvm(LocalEngine(X, y), **kwargs)
+    for name in ("_change_active_set", "_extend_factor", "_line_search"):
+        def poisoned(self, *args, _step=getattr(_Fit, name)):
+            self.P[np.tril_indices(self.capacity, -1)] = np.nan
+            return _step(self, *args)
+        monkeypatch.setattr(_Fit, name, poisoned)
+    fit = fit_spsvm(LocalEngine(X, y), **kwargs)
+    assert fit.metadata["refactorisations"] > 0 and fit.metadata["rank_one_changes"] > 0
+    np.testing.assert_array_equal(fit.support_vectors, clean.support_vectors)
+    np.testing.assert_array_equal(fit.coef, clean.coef)
+
 def test_method2_scores_are_the_exact_one_dimensional_minima(data):
     X, y = data
     lam = 0.3

@@ -79,12 +79,14 @@ def test_one_frame_reaches_every_recipient_intact(size):
     buffers = wire.frame(message)
     assert len(buffers) == (1 if size == 10 else 3)
     pairs = [socket.socketpair() for _ in range(2)]
+    for _, right in pairs:
+        right.settimeout(10.0)  # a frame that never arrives fails the test instead of hanging it
     senders = [threading.Thread(target=wire.send_frame, args=(left, buffers)) for left, _ in pairs]
     for sender in senders:
         sender.start()
     received = [wire.recv(right) for _, right in pairs]
     for sender in senders:
-        sender.join()
+        sender.join(timeout=10.0)
     for left, right in pairs:
         left.close()
         right.close()
