@@ -74,7 +74,8 @@ class CholeskyFactor:
         return ok
 
     def extend(self, columns, corner):
-        """Grow P by k columns at once: ``columns`` (size x k) above the symmetric ``corner`` (k x k).
+        """Grow P by k columns at once: ``columns`` (size x k) above the symmetric ``corner`` (k x k), of which
+        only the upper triangle is read.
 
         The same factor as k appends (and the same pivot test), from one triangular solve with k
         right-hand sides and a k x k factorisation.  False, R left at its size, when a pivot fails.

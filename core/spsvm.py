@@ -401,10 +401,8 @@ class _Fit:
         if start == d:
             return
         block = sum(a["gram_block"] for a in answers)  # K'_JI W K'_Ik, d x (d - start)
-        self.P[:d, start:d] = self.lam * self.K[:d, start:d] + block
-        corner = self.P[start:d, start:d]
-        corner[...] = np.triu(corner) + np.triu(corner, 1).T  # exactly symmetric
-        if not self.factor.extend(self.P[:start, start:d], corner):
+        self.P[:d, start:d] = self.lam * self.K[:d, start:d] + block  # of which the upper triangle is P's
+        if not self.factor.extend(self.P[:start, start:d], self.P[start:d, start:d]):
             self._singular(d)
 
     def _change_active_set(self, answers):

@@ -75,6 +75,16 @@ def test_extending_by_a_block_of_columns_gives_the_factor_of_the_whole_matrix(d,
     np.testing.assert_allclose(factor.upper, np.linalg.cholesky(P).T, rtol=1e-10, atol=1e-12)
 
 
+def test_an_extension_reads_the_corner_s_upper_triangle_alone():
+    P = _spd(10, seed=5)
+    factor, stale = CholeskyFactor(10), CholeskyFactor(10)
+    assert factor.refactor(P[:6, :6]) and stale.refactor(P[:6, :6])
+    corner = P[6:, 6:].copy()
+    corner[np.tril_indices(4, -1)] = np.nan
+    assert factor.extend(P[:6, 6:], P[6:, 6:]) and stale.extend(P[:6, 6:], corner)
+    np.testing.assert_array_equal(stale.upper, factor.upper)
+
+
 def test_extending_by_a_dependent_column_is_refused_and_leaves_the_factor():
     A = np.random.default_rng(0).standard_normal((6, 4))
     P = A.T @ A
