@@ -56,7 +56,7 @@ def test_objects_are_refused_both_ways():
     with pytest.raises(ValueError, match="refusing an array of dtype object"):
         wire.decode(forged)
     with pytest.raises(ValueError, match="unknown value kind"):
-        wire.decode(wire.encode({"a": 1}).replace(b'"json"', b'"pkl1"'))
+        wire.decode(wire.encode({"a": 1}).replace(b'"values"', b'"pickle"'))
 
 
 def test_an_array_longer_than_its_frame_is_refused():
@@ -65,12 +65,43 @@ def test_an_array_longer_than_its_frame_is_refused():
         wire.decode(payload[:-8])
 
 
+def _forged(header, payload=b""):
+    head = json.dumps(header).encode()
+    return struct.pack(">Q", len(head)) + head + payload
+
+
+def test_arrays_keep_their_bytes_whatever_the_order_of_csr_blocks_and_arrays():
+    # the header lists arrays before CSR blocks, so their bytes must come in that order whatever the message's
+    message = {"rows": sp.random(6, 3, density=0.5, format="csr", random_state=1), "x": np.arange(5.0),
+               "more_rows": sp.random(2, 3, density=0.5, format="csr", random_state=2), "ids": np.arange(4)}
+    decoded = wire.decode(wire.encode(message))
+    assert all(_same(value, decoded[key]) for key, value in message.items())
+
+
+@pytest.mark.parametrize("header", [
+    ["values"], {"values": [1, 2]}, {"values": {}, "arrays": [["a", "<f8"]]}, {"values": {}, "arrays": [["a"]]},
+    {"values": {}, "arrays": [["a", "<f8", ["two"]]]}, {"values": {}, "arrays": [["a", "<f8", [1.5]]]},
+    {"values": {}, "arrays": [["a", 8, [1]]]}, {"values": {}, "csr": [["m", [2, 2], "<f8", [0]]]}, {"arrays": []}])
+def test_a_header_of_another_layout_is_refused_by_name(header):
+    with pytest.raises(ValueError, match="malformed message header|data type|refusing"):
+        wire.decode(_forged(header, bytes(64)))
+
+
+def test_forged_dtype_names_cannot_grow_the_codec_without_bound():
+    spellings = {prefix + np.dtype(code).str[1:] for code in "?bBhHiIlLqQefdg" for prefix in "<>=|"}
+    spellings |= {f"{kind}{size}" for kind in "iuf" for size in (2, 4, 8)} | {"int8", "int16", "int32", "int64",
+                                                                              "uint8", "uint16", "uint32", "uint64"}
+    assert len(spellings) > 64
+    for name in sorted(spellings):
+        assert wire.decode(_forged({"values": {}, "arrays": [["a", name, [0]]]}))["a"].shape == (0,)
+    assert len(wire._DTYPES) <= 64
+    assert wire.decode(wire.encode({"a": np.arange(3.0)}))["a"].tolist() == [0.0, 1.0, 2.0]
+
+
 @pytest.mark.parametrize("shape", [[-1, 4], [-2, -2]])
 def test_a_negative_shape_is_refused(shape):
-    head = json.dumps({"a": {"kind": "array", "arrays": [{"dtype": "<f8", "shape": shape}]}}).encode()
-    forged = struct.pack(">Q", len(head)) + head + bytes(32)
     with pytest.raises(ValueError, match="refusing an array of shape"):
-        wire.decode(forged)
+        wire.decode(_forged({"values": {}, "arrays": [["a", "<f8", shape]]}, bytes(32)))
 
 
 @pytest.mark.parametrize("size", [10, 400_000])  # one buffer, and the header then each array's bytes
