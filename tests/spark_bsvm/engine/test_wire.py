@@ -39,7 +39,9 @@ def test_every_kind_of_value_round_trips_as_owned_writable_arrays():
 
 def test_a_large_message_crosses_a_socket_intact():
     left, right = socket.socketpair()
-    message = {"x": np.random.default_rng(0).random(400_000), "ids": np.arange(7), "name": "spsvm_score"}
+    # large enough for a frame of several buffers, each array sent as it lies (every kind of value among them)
+    message = {"x": np.random.default_rng(0).random(400_000), "ids": np.arange(7), "name": "spsvm_score", **VALUES}
+    assert len(wire.frame(message)) > 1
     sender = threading.Thread(target=wire.send, args=(left, message))
     sender.start()
     received = wire.recv(right)
