@@ -4,11 +4,14 @@ Nothing received is ever unpickled or evaluated.  A message is a flat dict whose
 bools, numbers, strings, lists/dicts of those (JSON), numpy arrays of a plain numeric or bool dtype,
 or CSR row blocks (three arrays and a shape).  A frame is an 8-byte big-endian length and the
 payload; the payload is an 8-byte header length, a JSON header and then the arrays' bytes, C order,
-one after the other.  The header holds the JSON values as one object, and a list with each array's
-key, dtype string and shape (a CSR block: its shape and its three arrays'), so that decoding a
-message parses few JSON objects (``_VALUES``, ``_ARRAYS``, ``_CSR``).  Arrays are read back with
-``np.frombuffer`` (one copy out of the frame, so they own their memory and are writable): no
-``.npy`` headers to parse, which cost ~0.2 ms an array (``ast.literal_eval``).
+one after the other.  The header holds the wire format's version, the JSON values as one object, a list
+with each array's key, dtype string and shape, and a list with each CSR block's key, shape and its three
+arrays' dtypes and shapes, whose bytes follow the arrays' (``_VALUES``, ``_ARRAYS``, ``_CSR``): decoding a
+message parses few JSON objects.  Arrays are read back with ``np.frombuffer`` (one copy out of the frame,
+so they own their memory and are writable; empty ones are made, not read): no ``.npy`` headers to parse,
+which cost ~0.2 ms an array (``ast.literal_eval``).  A CSR block is checked in full (its indices within its
+shape) before any kernel sees it.  A frame of another version is refused with a message that says the
+driver and the executors run different spark-bsvm versions.
 
 A connection starts with the task sending the per-fit secret (32 bytes in hex) and its partition id;
 the coordinator compares the secret in constant time before reading anything else.
@@ -33,12 +36,13 @@ _LENGTH = struct.Struct(">Q")
 MAX_FRAME = 1 << 34  # 16 GiB: anything larger is a corrupt or hostile length
 # dtypes an array on the wire may have: plain numbers and bools, in either byte order
 _KINDS = frozenset("biuf")
-_DTYPES = {}  # dtype string -> numpy dtype, of the arrays read so far
+_DTYPES = {}  # dtype string -> numpy dtype, of the first names read (later ones are looked up by numpy each time)
 _MAX_DTYPES = 64
-# the header's sections: the JSON values as they are, then [key, dtype, shape] per array and
-# [key, shape, (dtype, shape) x 3] per CSR block (data, indices, indptr), in the order of their bytes
-_VALUES, _ARRAYS, _CSR = "values", "arrays", "csr"
-_SECTIONS = frozenset((_VALUES, _ARRAYS, _CSR))
+# the header's sections: the format's version, the JSON values as they are, then [key, dtype, shape] per array
+# and [key, shape, (dtype, shape) x 3] per CSR block (data, indices, indptr), in the order of their bytes
+_VERSION, _VALUES, _ARRAYS, _CSR = "wire", "values", "arrays", "csr"
+_SECTIONS = frozenset((_VERSION, _VALUES, _ARRAYS, _CSR))
+WIRE_FORMAT = 2  # the first format (a JSON object per value, no version) was 1
 _JSON_SCALARS = (str, int, float)  # bools are ints
 
 
@@ -53,9 +57,11 @@ def _array_spec(array, blobs):
 
 
 def _encode_parts(message):
-    """The JSON header and the list of byte buffers of ``message``: the arrays', then the CSR blocks'."""
+    """The JSON header and the arrays whose bytes follow it (the arrays', then the CSR blocks')."""
     values, arrays, csr, array_blobs, csr_blobs = {}, [], [], [], []
     for key, value in message.items():
+        if type(key) is not str:
+            raise TypeError(f"a message's keys must be strings, got {key!r}")
         if isinstance(value, np.ndarray):
             arrays.append([key, *_array_spec(value, array_blobs)])
         elif value is None or isinstance(value, _JSON_SCALARS):
@@ -68,7 +74,7 @@ def _encode_parts(message):
             csr.append([key, list(value.shape), *[item for part in parts for item in part]])
         else:
             values[key] = value
-    header = {_VALUES: values}
+    header = {_VERSION: WIRE_FORMAT, _VALUES: values}
     if arrays:
         header[_ARRAYS] = arrays
     if csr:
@@ -96,6 +102,8 @@ def _dtype(name):
 
 def _read_array(payload, offset, name, shape):
     """The array of dtype ``name`` and ``shape`` at ``offset`` of ``payload`` (a copy), and the offset after it."""
+    if type(name) is not str or type(shape) is not list:
+        raise _malformed(f"an array's dtype must be a string and its shape a list, got {name!r} and {shape!r}")
     dtype = _dtype(name)
     if min(shape, default=0) < 0:
         raise ValueError(f"refusing an array of shape {tuple(shape)} in a message")
@@ -115,13 +123,25 @@ def _malformed(what):
 
 def decode(payload):
     """The message encoded in ``payload`` (arrays are copied out of it, never unpickled)."""
+    if len(payload) < 8:
+        raise _malformed(f"a payload of {len(payload)} bytes has no header length")
     (head_len,) = _LENGTH.unpack_from(payload, 0)
-    header = json.loads(payload[8:8 + head_len])
+    if 8 + head_len > len(payload):
+        raise _malformed(f"a header of {head_len} bytes runs past its frame of {len(payload)}")
+    try:
+        header = json.loads(bytes(payload[8:8 + head_len]))
+    except RecursionError:
+        raise _malformed("nested too deeply") from None
     if not isinstance(header, dict):
         raise _malformed("it must be a JSON object")
+    if header.get(_VERSION) != WIRE_FORMAT:
+        raise ValueError(f"a message in wire format {header.get(_VERSION, 1)!r}, where this spark-bsvm reads format "
+                         f"{WIRE_FORMAT}: the driver and the executors run different spark-bsvm versions; install "
+                         "the driver's version on every node, or ship it with --py-files (README: Running on a "
+                         "cluster)")
     unknown = set(header) - _SECTIONS
     if unknown:
-        raise ValueError(f"unknown value kind(s) {sorted(unknown)} in a message")
+        raise _malformed(f"unknown value kind(s) {sorted(unknown)}")
     message, offset = header.get(_VALUES), 8 + head_len
     if not isinstance(message, dict):
         raise _malformed(f"its {_VALUES!r} must be a JSON object")
@@ -139,15 +159,17 @@ def decode(payload):
             for name, part_shape in zip(parts[0::2], parts[1::2]):
                 array, offset = _read_array(payload, offset, name, part_shape)
                 arrays.append(array)
-            message[key] = csr_from_arrays(*arrays, tuple(shape))
-    except TypeError as exc:  # a section, key, dtype or shape of another type than encode's
+            block = csr_from_arrays(*arrays, tuple(shape))
+            block.check_format(full_check=True)  # indices within the shape, indptr rising: kernels index by them
+            message[key] = block
+    except (TypeError, OverflowError, RecursionError) as exc:  # a section, key, dtype or shape unlike encode's
         raise _malformed(str(exc)) from None
     return message
 
 
 def frame(message):
     """The frame of ``message`` as the buffers to send in turn: one for small messages (one system call), else the
-    length and header, then each array's bytes (large arrays are not copied).  Built once for any number of
+    length and header, then each array (C-ordered arrays are sent as they lie, not copied).  Built once for any number of
     recipients (``send_frame``)."""
     head, blobs = _encode_parts(message)
     size = 8 + len(head) + sum(blob.nbytes for blob in blobs)

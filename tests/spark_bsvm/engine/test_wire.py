@@ -58,7 +58,7 @@ def test_objects_are_refused_both_ways():
     with pytest.raises(ValueError, match="refusing an array of dtype object"):
         wire.decode(forged)
     with pytest.raises(ValueError, match="unknown value kind"):
-        wire.decode(wire.encode({"a": 1}).replace(b'"values"', b'"pickle"'))
+        wire.decode(_forged({"values": {}, "pickle": {"a": 1}}))
 
 
 def test_an_array_longer_than_its_frame_is_refused():
@@ -68,6 +68,9 @@ def test_an_array_longer_than_its_frame_is_refused():
 
 
 def _forged(header, payload=b""):
+    """A payload of ``header`` (in this wire format when it is an object naming none) and ``payload``."""
+    if isinstance(header, dict):
+        header = {"wire": wire.WIRE_FORMAT, **header}
     head = json.dumps(header).encode()
     return struct.pack(">Q", len(head)) + head + payload
 
@@ -83,10 +86,48 @@ def test_arrays_keep_their_bytes_whatever_the_order_of_csr_blocks_and_arrays():
 @pytest.mark.parametrize("header", [
     ["values"], {"values": [1, 2]}, {"values": {}, "arrays": [["a", "<f8"]]}, {"values": {}, "arrays": [["a"]]},
     {"values": {}, "arrays": [["a", "<f8", ["two"]]]}, {"values": {}, "arrays": [["a", "<f8", [1.5]]]},
-    {"values": {}, "arrays": [["a", 8, [1]]]}, {"values": {}, "csr": [["m", [2, 2], "<f8", [0]]]}, {"arrays": []}])
+    {"values": {}, "arrays": [["a", 8, [1]]]}, {"values": {}, "csr": [["m", [2, 2], "<f8", [0]]]}, {"arrays": []},
+    {"values": {}, "arrays": [["a", None, [1]]]}, {"values": {}, "arrays": [["a", "<f8", ""]]},
+    {"values": {}, "arrays": [["a", "<f8", [[[[1]]]]]]},
+    {"values": {}, "csr": [["m", [2 ** 70, 2], "<f8", [0], "<i4", [0], "<i4", [1]]]}])
 def test_a_header_of_another_layout_is_refused_by_name(header):
-    with pytest.raises(ValueError, match="malformed message header|data type|refusing"):
+    with pytest.raises(ValueError, match="malformed message header"):
         wire.decode(_forged(header, bytes(64)))
+
+
+@pytest.mark.parametrize("payload", [b"", bytes(7), struct.pack(">Q", 2 ** 63) + b"{}", b"\x00" * 7 + b"\x10{}"])
+def test_a_payload_shorter_than_its_header_is_refused(payload):
+    with pytest.raises(ValueError, match="malformed message header"):
+        wire.decode(payload)
+
+
+def test_a_header_nested_past_the_parser_is_refused():
+    head = b'{"wire": %d, "values": {"a": ' % wire.WIRE_FORMAT + b"[" * 100_000 + b"]" * 100_000 + b"}}"
+    with pytest.raises(ValueError, match="nested too deeply"):
+        wire.decode(struct.pack(">Q", len(head)) + head)
+
+
+def test_a_message_of_another_spark_bsvm_version_says_so():
+    # the first wire format: an object per value, no version
+    old = json.dumps({"a": {"kind": "array", "arrays": [{"dtype": "<f8", "shape": [1]}]}}).encode()
+    with pytest.raises(ValueError, match="wire format 1, .* the driver and the executors run different spark-bsvm"):
+        wire.decode(struct.pack(">Q", len(old)) + old + bytes(8))
+    with pytest.raises(ValueError, match="wire format 3"):
+        wire.decode(_forged({"wire": 3, "values": {}}))
+
+
+def test_a_csr_block_whose_indices_leave_its_shape_is_refused():
+    payload = wire.encode({"m": sp.csr_matrix(np.array([[0.0, 2.0], [3.0, 0.0]]))})
+    (head_len,) = struct.unpack_from(">Q", payload)
+    header = json.loads(payload[8:8 + head_len])
+    header["csr"][0][1] = [2, 1]  # one column, where a stored entry sits in the second
+    with pytest.raises(ValueError, match="must be < 1"):
+        wire.decode(_forged(header, payload[8 + head_len:]))
+
+
+def test_keys_that_are_not_strings_are_refused_when_encoding():
+    with pytest.raises(TypeError, match="keys must be strings, got 1"):
+        wire.encode({1: np.arange(2)})
 
 
 def test_forged_dtype_names_cannot_grow_the_codec_without_bound():
