@@ -141,7 +141,7 @@ def decode(payload):
                          "cluster)")
     unknown = set(header) - _SECTIONS
     if unknown:
-        raise _malformed(f"unknown value kind(s) {sorted(unknown)}")
+        raise _malformed(f"unknown section(s) {sorted(unknown)}")
     message, offset = header.get(_VALUES), 8 + head_len
     if not isinstance(message, dict):
         raise _malformed(f"its {_VALUES!r} must be a JSON object")
@@ -162,15 +162,15 @@ def decode(payload):
             block = csr_from_arrays(*arrays, tuple(shape))
             block.check_format(full_check=True)  # indices within the shape, indptr rising: kernels index by them
             message[key] = block
-    except (TypeError, OverflowError, RecursionError) as exc:  # a section, key, dtype or shape unlike encode's
+    except (TypeError, OverflowError) as exc:  # a section, key, dtype or shape unlike encode's
         raise _malformed(str(exc)) from None
     return message
 
 
 def frame(message):
     """The frame of ``message`` as the buffers to send in turn: one for small messages (one system call), else the
-    length and header, then each array (C-ordered arrays are sent as they lie, not copied).  Built once for any number of
-    recipients (``send_frame``)."""
+    length and header, then each array (C-ordered arrays are sent as they lie, not copied).  Built once for any
+    number of recipients (``send_frame``)."""
     head, blobs = _encode_parts(message)
     size = 8 + len(head) + sum(blob.nbytes for blob in blobs)
     prefix = _LENGTH.pack(size) + _LENGTH.pack(len(head)) + head
