@@ -2,6 +2,7 @@
 and no stranger is ever waited for."""
 
 import socket
+import struct
 import threading
 
 import pytest
@@ -102,5 +103,20 @@ def test_a_round_is_timed_and_the_tasks_work_seconds_leave_their_answers(coordin
     assert (slowest, mean) == (0.5, 0.375) and seconds > 0 and second[1:] == (1.0, 0.75)
     assert coordinator.times.totals(first=1) == (1, second[0], 1.0, 0.75)
     assert rounds.RoundTimes().totals() == (0, 0.0, 0.0, 0.0)
+    for sock in tasks:
+        sock.close()
+
+
+def test_an_answer_from_another_spark_bsvm_version_fails_the_round_saying_so(coordinator):
+    tasks = [_task(coordinator.address, pid) for pid in (0, 1)]
+    coordinator.accept_all(timeout=60)
+    coordinator.send_all({"function": "f"})
+    wire.send(tasks[0], {"pid": 0, wire.WORK: 0.0})
+    # the first wire format, as an executor left with an older spark-bsvm would answer
+    head = b'{"pid": {"kind": "json", "value": 1}, "__work__": {"kind": "json", "value": 0.0}}'
+    payload = struct.pack(">Q", len(head)) + head
+    tasks[1].sendall(struct.pack(">Q", len(payload)) + payload)
+    with pytest.raises(ValueError, match="the driver and the executors run different spark-bsvm versions"):
+        coordinator.gather()
     for sock in tasks:
         sock.close()
