@@ -64,7 +64,7 @@ def _encode_parts(message):
             raise TypeError(f"a message's keys must be strings, got {key!r}")
         if isinstance(value, np.ndarray):
             arrays.append([key, *_array_spec(value, array_blobs)])
-        elif value is None or isinstance(value, _JSON_SCALARS):
+        elif value is None or isinstance(value, _JSON_SCALARS):  # most values: no sparse test for them
             values[key] = value
         elif isinstance(value, np.generic):
             values[key] = value.item()
