@@ -40,7 +40,10 @@ Each stage (one new basis function):
      updated P.  The driver keeps P's upper triangle alone: the rows' outer products are added
      to it in place by BLAS (``core.blas``), a partition's dense change to the whole block.
      Newton ends exactly when a full step leaves I unchanged (finite termination: the loss is
-     quadratic on each I).
+     quadratic on each I).  An iteration reads the cached columns once, for the line search's
+     z = K'_IJ delta: the gradient's sum K'_JI W (y_I - o_I) at beta + t delta is the one before less
+     t (P - lambda K'_JJ) delta (over the I that P holds), plus the terms of the examples that
+     entered I less those that left it, which the partitions send beside their rows.
 The fit stops at ``max_basis`` functions or, at a re-optimisation, when f fell by less than ``tol``
 relative per basis function added since the previous one.
 
@@ -338,8 +341,18 @@ class _Fit:
         step, delta, converged = 0.0, None, False
         previous = np.inf
         d = self.d
+        residual_sum, moved = None, None  # the last round's, and by how much it moves over I along the step
         for iteration in range(self.max_newton + 1):
-            answers = self._run(spsvm_gradient, {"step": step, "gram_from": self.factor.size}, direction=delta)
+            derive = residual_sum is not None
+            answers = self._run(spsvm_gradient, {"step": step, "gram_from": self.factor.size, "derive": derive},
+                                direction=delta)
+            if derive:
+                # sum_{i in I} w_i (y_i - o_i) K'_iJ at o + t z, z = K'_IJ delta: the last sum less t K'_JI W K'_IJ delta,
+                # = t (P - lambda K'_JJ) delta with P as it was over I; the partitions add the examples that entered
+                # or left I (an O(n d) pass over the cached columns less per Newton iteration)
+                residual_sum = residual_sum - step * moved + sum(a["residual_change"] for a in answers)
+            else:
+                residual_sum = sum(a["residual_sum"] for a in answers)
             if delta is not None:
                 self.beta[:d] += step * delta
             k_beta = self.K[:d, :d] @ self.beta[:d]
@@ -352,7 +365,6 @@ class _Fit:
             if converged:
                 return
             reg = self.lam * k_beta
-            residual_sum = sum(a["residual_sum"] for a in answers)
             g = reg - residual_sum
             scale = np.abs(reg).max() + np.abs(residual_sum).max() + np.finfo(float).tiny
             f = self.objective
@@ -364,19 +376,20 @@ class _Fit:
                 return
             previous = f
             delta = -self.factor.solve(g)
-            step, converged = self._line_search(delta, g)
+            k_delta = self.K[:d, :d] @ delta
+            p_delta = symmetric_times(self.P, d, delta)
+            moved = p_delta - self.lam * k_delta
+            step, converged = self._line_search(delta, g, k_delta, p_delta)
             self.newton_iterations += 1
 
-    def _line_search(self, delta, g):
-        """Exact minimiser t of f(beta + t delta); also whether t = the first (Newton) point was exact."""
-        d = self.d
-        K = self.K[:d, :d]
-        k_delta = K @ delta
-        reg_slope0 = self.lam * (self.beta[:d] @ k_delta)
+    def _line_search(self, delta, g, k_delta, p_delta):
+        """Exact minimiser t of f(beta + t delta) (``k_delta`` = K'_JJ delta, ``p_delta`` = P delta); also whether
+        t = the first (Newton) point was exact."""
+        reg_slope0 = self.lam * (self.beta[:self.d] @ k_delta)
         reg_curv = self.lam * (delta @ k_delta)
         search = _OneDimNewton([0.0])
         # to the Newton point of P's quadratic, t ~ 1 (the piece around 0 is not known: [0, 0])
-        search.step(np.array([g @ delta]), np.array([delta @ symmetric_times(self.P, d, delta)]), 0.0, 0.0)
+        search.step(np.array([g @ delta]), np.array([delta @ p_delta]), 0.0, 0.0)
         send = delta
         for rounds in range(1, _MAX_ONE_D_ROUNDS + 1):
             t = float(search.x[0])

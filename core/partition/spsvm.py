@@ -293,7 +293,8 @@ def spsvm_line(data, state, request):
 def spsvm_gradient(data, state, request):
     """Take the step o += t z, then report the gradient sums and the active set's changes.
 
-    Request: ``step`` (t; 0 for none) and ``gram_from`` (the size of the driver's factor of P).
+    Request: ``step`` (t; 0 for none), ``gram_from`` (the size of the driver's factor of P) and
+    ``derive`` (whether the driver derives the residual sum from the one before, see below).
     When the basis has grown past that size, the answer first has ``gram_block`` =
     sum_{i in I} w_i K'_iJ^T K'_ik for the new columns k = gram_from..d-1 over the factor's active
     set I (what the factor needs to grow; with ``residual_sum``, one pass over the cached columns:
@@ -302,7 +303,11 @@ def spsvm_gradient(data, state, request):
     K'_iJ (the loss part of the gradient of eq. 6 is its negative), the ``loss``, and how P changes
     from I to I': when at most d examples changed, their rows sqrt(w_i) K'_iJ (``entering``,
     ``leaving``), else the dense change of K_JI W K_JI^T (``gram_change``, None otherwise); the
-    validation sums after the step.
+    validation sums after the step.  With ``derive`` (the driver sets it only when the basis is unchanged since
+    the round before, which answered the residual sum at o - t z over I) the answer has ``residual_change`` in place of
+    ``residual_sum``: the terms of the examples that entered I' less those of the examples that left I,
+    O(|I' - I| d) instead of a pass over the cached columns; the driver adds the rest
+    (``core.spsvm._Fit.newton``).
     """
     state = _rebuilt(data, state, request)
     C, d, o, y = state["C"], state["d"], state["o"], data.y
@@ -317,20 +322,22 @@ def spsvm_gradient(data, state, request):
     active = residual > 0.0
     w = np.where(active, data.weight, 0.0)
     answer["loss"] = 0.5 * float(w @ (residual * residual))
-    weighted_residual = w * (y - o)
     if start < d:  # the Gram block and the residual sum in one pass over the cached columns
         sums = _scratch(state, (len(data), d - start + 1))
         np.multiply(C[:, start:d], np.where(state["factor"], data.weight, 0.0)[:, None], out=sums[:, :-1])
-        sums[:, -1] = weighted_residual
+        sums[:, -1] = w * (y - o)
         products = dense_products(C[:, :d].T, sums)
         answer.update(gram_block=products[:, :-1], residual_sum=products[:, -1])
-    else:
-        answer["residual_sum"] = C[:, :d].T @ weighted_residual
+    elif not request["derive"]:
+        answer["residual_sum"] = C[:, :d].T @ (w * (y - o))
     entering = np.flatnonzero(active & ~state["factor"])
     leaving = np.flatnonzero(state["factor"] & ~active)
     scale = np.sqrt(data.weight)
     rows_in = C[entering, :d] * scale[entering, None]
     rows_out = C[leaving, :d] * scale[leaving, None]
+    if request["derive"]:  # sum w_i (y_i - o_i) K'_iJ over I' less I: sqrt(w_i) K'_iJ times sqrt(w_i) (y_i - o_i)
+        answer["residual_change"] = (rows_in.T @ (scale[entering] * (y[entering] - o[entering]))
+                                     - rows_out.T @ (scale[leaving] * (y[leaving] - o[leaving])))
     if entering.size + leaving.size <= d:
         answer.update(entering=rows_in, leaving=rows_out, gram_change=None)
     else:

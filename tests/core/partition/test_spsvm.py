@@ -1,4 +1,7 @@
-"""SpSVM-2's partition side on its own: the directional sums against their definition, the scored columns."""
+"""SpSVM-2's partition side on its own: the directional sums against their definition, the scored columns, the
+gradient round's derived residual sum."""
+
+import copy
 
 import numpy as np
 import pytest
@@ -6,8 +9,8 @@ import scipy.sparse as sp
 
 from core.kernels import KernelSpec
 from core.partition.data import PartitionData
-from core.partition.spsvm import (SCORE_SUMS, _directional_sums, basis_kernel, spsvm_add_basis, spsvm_score,
-                                  spsvm_start)
+from core.partition.spsvm import (SCORE_SUMS, _directional_sums, basis_kernel, spsvm_add_basis, spsvm_gradient,
+                                  spsvm_line, spsvm_score, spsvm_start)
 from core.rows import to_dense
 from tests.naive import naive_kernel
 
@@ -118,3 +121,29 @@ def test_adding_a_basis_function_runs_the_next_first_score_round_as_a_score_roun
     np.testing.assert_array_equal(merged_cand, cand)
     for name in SCORE_SUMS:
         np.testing.assert_array_equal(merged[name], separate[name])
+
+
+@pytest.mark.parametrize("step", [0.4, 1.0, 3.0])
+def test_a_derived_residual_sum_is_the_one_a_pass_over_the_columns_gives(step):
+    data = _partition(300, seed=9, zero_weights=True)
+    rng = np.random.default_rng(10)
+    basis = rng.standard_normal((5, 4))
+    state, _ = spsvm_start(data, None, {"capacity": 5})
+    for row, coef in zip(basis, rng.normal(size=5)):
+        state, _ = spsvm_add_basis(data, state, {"kernel": KERNEL.to_dict(), "row": row[None], "scored": -1,
+                                                 "coef": float(coef), "checkpoint": False, "score_rows": None,
+                                                 **NO_DRAW})
+    state, before = spsvm_gradient(data, state, {"step": 0.0, "gram_from": 0, "derive": False})
+    active = state["factor"].copy()
+    direction = 3.0 * rng.normal(size=5)
+    state, _ = spsvm_line(data, state, {"direction": direction, "step": step})
+    answers = {derive: spsvm_gradient(data, copy.deepcopy(state), {"step": step, "gram_from": 5, "derive": derive})
+               for derive in (False, True)}
+    (_, full), (moved_state, derived) = answers[False], answers[True]
+    C = 1.0 + naive_kernel(to_dense(data.rows), basis, KERNEL)
+    w = np.where(active, data.weight, 0.0)  # over the active set before the step, as the driver's P
+    expected = before["residual_sum"] - step * (C.T @ (w * (C @ direction))) + derived["residual_change"]
+    np.testing.assert_allclose(expected, full["residual_sum"], rtol=1e-10, atol=1e-10)
+    changed = moved_state["factor"] != active
+    assert 0 < changed.sum() < 300  # the step moved some examples in or out of the active set, not all
+    assert "residual_sum" not in derived and derived["loss"] == full["loss"]
