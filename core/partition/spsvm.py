@@ -105,6 +105,49 @@ def _directional_kernel(o, y, w, columns, coef, loss, slope, curvature, below, a
         below[c], above[c] = _float(nearest_below), _float(nearest_above)
 
 
+@numba.njit(**NJIT_SUMS)
+def _step_kernel(o, z, step, y, w, was_active, active, changed):
+    """Move the outputs o += step z in place (not at all for step 0) and return the loss there,
+    1/2 sum_i w_i max(0, r_i)^2 with r_i = 1 - y_i o_i, with the number of examples that entered and left the
+    active set.  Unless ``active`` is empty (the loss alone): each example's activity r_i > 0 into ``active``,
+    and into ``changed`` those whose activity differs from ``was_active``, the entering ones from the front in
+    ascending order and the leaving ones from the back in descending order."""
+    n = o.shape[0]
+    tracked = active.shape[0] == n
+    loss = 0.0
+    for i in range(n):
+        o[i] += step * z[i]  # o itself for step 0: z is finite
+        r = 1.0 - y[i] * o[i]
+        if r > 0.0:
+            loss += w[i] * r * r
+        if tracked:
+            active[i] = r > 0.0
+    entered, left = 0, 0
+    if tracked:
+        for i in range(n):
+            if active[i] and not was_active[i]:
+                changed[entered] = i
+                entered += 1
+            elif was_active[i] and not active[i]:
+                left += 1
+                changed[n - left] = i
+    return 0.5 * loss, entered, left
+
+
+def _step(data, o, z, step, was_active=None):
+    """``_step_kernel`` on a partition's rows: the loss after o += step z, and with ``was_active`` (the active
+    set before), the active set after and the examples that entered and left it, in ascending order."""
+    n = len(data)
+    if was_active is None:
+        return _step_kernel(o, z, float(step), data.y, data.weight, _NO_FLAGS, _NO_FLAGS, _NO_INDICES)[0]
+    active, changed = np.empty(n, np.bool_), np.empty(n, np.int64)
+    loss, entered, left = _step_kernel(o, z, float(step), data.y, data.weight, was_active, active, changed)
+    return loss, active, changed[:entered], changed[n - left:][::-1]
+
+
+_NO_FLAGS, _NO_INDICES = np.zeros(0, np.bool_), np.zeros(0, np.int64)
+
+
 def spsvm_start(data, state, request):
     """Empty basis: o = 0, every example active (r = 1), room for ``capacity`` basis columns.
 
@@ -209,14 +252,14 @@ def spsvm_add_basis(data, state, request):
             c = basis_kernel(data.rows, request["row"], request["kernel"], x_sq_norms=data.sq_norms)[:, 0]
         C[:, d] = c
         state["d"] = d + 1
-        o += request["coef"] * c
+        answer["loss"] = _step(data, o, c, request["coef"])
         if val is not None:
             val_rows = data.validation
             val["C"][:, d] = basis_kernel(val_rows.rows, request["row"], request["kernel"],
                                           x_sq_norms=val_rows.sq_norms)[:, 0]
             val["o"] += request["coef"] * val["C"][:, d]
-    residual = np.maximum(1.0 - data.y * state["o"], 0.0)
-    answer["loss"] = 0.5 * float(data.weight @ (residual * residual))
+    else:
+        answer["loss"] = _step(data, state["o"], state["o"], 0.0)
     answer.update(_validation_answer(data, state))
     if request["score_rows"] is not None:
         rows = request["score_rows"]
@@ -313,31 +356,24 @@ def spsvm_gradient(data, state, request):
     C, d, o, y = state["C"], state["d"], state["o"], data.y
     start = request["gram_from"]
     answer = {}
-    if request["step"]:
-        o += request["step"] * state["z"]
-        if state["val"] is not None:
-            state["val"]["o"] += request["step"] * state["val"]["z"]
+    answer["loss"], active, entering, leaving = _step(data, o, state["z"], request["step"], state["factor"])
+    if request["step"] and state["val"] is not None:
+        state["val"]["o"] += request["step"] * state["val"]["z"]
     answer.update(_validation_answer(data, state))
-    residual = 1.0 - y * o
-    active = residual > 0.0
-    w = np.where(active, data.weight, 0.0)
-    answer["loss"] = 0.5 * float(w @ (residual * residual))
     if start < d:  # the Gram block and the residual sum in one pass over the cached columns
         sums = _scratch(state, (len(data), d - start + 1))
         np.multiply(C[:, start:d], np.where(state["factor"], data.weight, 0.0)[:, None], out=sums[:, :-1])
-        sums[:, -1] = w * (y - o)
+        sums[:, -1] = np.where(active, data.weight * (y - o), 0.0)
         products = dense_products(C[:, :d].T, sums)
         answer.update(gram_block=products[:, :-1], residual_sum=products[:, -1])
     elif not request["derive"]:
-        answer["residual_sum"] = C[:, :d].T @ (w * (y - o))
-    entering = np.flatnonzero(active & ~state["factor"])
-    leaving = np.flatnonzero(state["factor"] & ~active)
-    scale = np.sqrt(data.weight)
-    rows_in = C[entering, :d] * scale[entering, None]
-    rows_out = C[leaving, :d] * scale[leaving, None]
+        answer["residual_sum"] = C[:, :d].T @ np.where(active, data.weight * (y - o), 0.0)
+    scale_in, scale_out = np.sqrt(data.weight[entering]), np.sqrt(data.weight[leaving])
+    rows_in = C[entering, :d] * scale_in[:, None]
+    rows_out = C[leaving, :d] * scale_out[:, None]
     if request["derive"]:  # sum w_i (y_i - o_i) K'_iJ over I' less I: sqrt(w_i) K'_iJ times sqrt(w_i) (y_i - o_i)
-        answer["residual_change"] = (rows_in.T @ (scale[entering] * (y[entering] - o[entering]))
-                                     - rows_out.T @ (scale[leaving] * (y[leaving] - o[leaving])))
+        answer["residual_change"] = (rows_in.T @ (scale_in * (y[entering] - o[entering]))
+                                     - rows_out.T @ (scale_out * (y[leaving] - o[leaving])))
     if entering.size + leaving.size <= d:
         answer.update(entering=rows_in, leaving=rows_out, gram_change=None)
     else:

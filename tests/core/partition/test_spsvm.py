@@ -1,5 +1,5 @@
-"""SpSVM-2's partition side on its own: the directional sums against their definition, the scored columns, the
-gradient round's derived residual sum."""
+"""SpSVM-2's partition side on its own: the directional sums and a step's loss and active set against their
+definitions, the scored columns, the gradient round's derived residual sum."""
 
 import copy
 
@@ -9,8 +9,8 @@ import scipy.sparse as sp
 
 from core.kernels import KernelSpec
 from core.partition.data import PartitionData
-from core.partition.spsvm import (SCORE_SUMS, _directional_sums, basis_kernel, spsvm_add_basis, spsvm_gradient,
-                                  spsvm_line, spsvm_score, spsvm_start)
+from core.partition.spsvm import (SCORE_SUMS, _directional_sums, _step, basis_kernel, spsvm_add_basis,
+                                  spsvm_gradient, spsvm_line, spsvm_score, spsvm_start)
 from core.rows import to_dense
 from tests.naive import naive_kernel
 
@@ -80,6 +80,27 @@ def test_kinks_within_rounding_of_b_close_the_piece_and_those_at_0_stay_within_t
         _, _, _, lower, _ = _directional_sums(data, np.array([1.0]), np.array([[v]]), [b])
         assert abs(lower[0]) <= 16 * eps * b
 
+
+
+@pytest.mark.parametrize("step", [0.0, 0.8])
+def test_a_step_moves_the_outputs_and_reports_the_loss_and_the_active_set_s_changes(step):
+    data = _partition(500, seed=11, zero_weights=True)
+    rng = np.random.default_rng(12)
+    o, z = rng.normal(size=500), rng.normal(size=500)
+    was_active = rng.random(500) < 0.5
+    moved = o + step * z
+    r = 1.0 - data.y * moved
+    expected_loss = 0.5 * np.sum(np.where(r > 0, data.weight * r * r, 0.0))
+    outputs = o.copy()
+    loss, active, entering, leaving = _step(data, outputs, z, step, was_active)
+    np.testing.assert_allclose(outputs, moved, rtol=1e-15, atol=1e-15)
+    assert loss == pytest.approx(expected_loss, rel=1e-12)
+    np.testing.assert_array_equal(active, r > 0)
+    np.testing.assert_array_equal(entering, np.flatnonzero((r > 0) & ~was_active))  # ascending, as numpy's
+    np.testing.assert_array_equal(leaving, np.flatnonzero(was_active & ~(r > 0)))
+    assert entering.size and leaving.size
+    outputs = o.copy()
+    assert _step(data, outputs, z, step) == pytest.approx(expected_loss, rel=1e-12)  # the loss alone
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_scoring_keeps_one_kernel_row_per_candidate(sparse):
