@@ -347,9 +347,9 @@ class _Fit:
             answers = self._run(spsvm_gradient, {"step": step, "gram_from": self.factor.size, "derive": derive},
                                 direction=delta)
             if derive:
-                # sum_{i in I} w_i (y_i - o_i) K'_iJ at o + t z, z = K'_IJ delta: the last sum less t K'_JI W K'_IJ delta,
-                # = t (P - lambda K'_JJ) delta with P as it was over I; the partitions add the examples that entered
-                # or left I (an O(n d) pass over the cached columns less per Newton iteration)
+                # sum_{i in I} w_i (y_i - o_i) K'_iJ at o + t z, z = K'_IJ delta: the last sum less
+                # t K'_JI W K'_IJ delta = t (P - lambda K'_JJ) delta, with P as it was over I; the partitions add the
+                # examples that entered or left I (an O(n d) pass over the cached columns less per Newton iteration)
                 residual_sum = residual_sum - step * moved + sum(a["residual_change"] for a in answers)
             else:
                 residual_sum = sum(a["residual_sum"] for a in answers)

@@ -346,11 +346,11 @@ def spsvm_gradient(data, state, request):
     K'_iJ (the loss part of the gradient of eq. 6 is its negative), the ``loss``, and how P changes
     from I to I': when at most d examples changed, their rows sqrt(w_i) K'_iJ (``entering``,
     ``leaving``), else the dense change of K_JI W K_JI^T (``gram_change``, None otherwise); the
-    validation sums after the step.  With ``derive`` (the driver sets it only when the basis is unchanged since
-    the round before, which answered the residual sum at o - t z over I) the answer has ``residual_change`` in place of
-    ``residual_sum``: the terms of the examples that entered I' less those of the examples that left I,
-    O(|I' - I| d) instead of a pass over the cached columns; the driver adds the rest
-    (``core.spsvm._Fit.newton``).
+    validation sums after the step.  With ``derive`` (the driver sets it only when the basis is unchanged
+    since the round before, which answered the residual sum at o - t z over I) the answer has
+    ``residual_change`` in place of ``residual_sum``: the terms of the examples that entered I' less those
+    of the examples that left I, O(|I' - I| d) instead of a pass over the cached columns; the driver adds
+    the rest (``core.spsvm._Fit.newton``).
     """
     state = _rebuilt(data, state, request)
     C, d, o, y = state["C"], state["d"], state["o"], data.y

@@ -81,7 +81,6 @@ def test_kinks_within_rounding_of_b_close_the_piece_and_those_at_0_stay_within_t
         assert abs(lower[0]) <= 16 * eps * b
 
 
-
 @pytest.mark.parametrize("step", [0.0, 0.8])
 def test_a_step_moves_the_outputs_and_reports_the_loss_and_the_active_set_s_changes(step):
     data = _partition(500, seed=11, zero_weights=True)
@@ -101,6 +100,7 @@ def test_a_step_moves_the_outputs_and_reports_the_loss_and_the_active_set_s_chan
     assert entering.size and leaving.size
     outputs = o.copy()
     assert _step(data, outputs, z, step) == pytest.approx(expected_loss, rel=1e-12)  # the loss alone
+
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_scoring_keeps_one_kernel_row_per_candidate(sparse):
