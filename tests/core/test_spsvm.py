@@ -62,7 +62,6 @@ def test_the_rank_one_limit_changes_the_cost_not_the_fit(monkeypatch, base, shar
     assert after["objective"] == pytest.approx(before["objective"], rel=1e-12)
 
 
-
 @pytest.mark.parametrize("selection, max_basis", [("method2", 40), ("method1", 8)])
 def test_the_driver_never_reads_p_below_its_diagonal(monkeypatch, selection, max_basis):
     """The driver keeps P's upper triangle alone (``core.blas``): NaN planted below the diagonal before each step
@@ -79,6 +78,7 @@ def test_the_driver_never_reads_p_below_its_diagonal(monkeypatch, selection, max
     assert fit.metadata["refactorisations"] > 0 and fit.metadata["rank_one_changes"] > 0
     np.testing.assert_array_equal(fit.support_vectors, clean.support_vectors)
     np.testing.assert_array_equal(fit.coef, clean.coef)
+
 
 def test_method2_scores_are_the_exact_one_dimensional_minima(data):
     X, y = data
