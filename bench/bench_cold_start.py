@@ -10,15 +10,18 @@ machine code), the second is the steady state.  The package is imported in four 
     empty     the read-only copy with ``NUMBA_CACHE_DIR`` at a new, empty folder: a machine that never ran
               this ``core`` (a new node, a container or an executor whose cache folder starts empty, an
               upgrade of the package), whose first process compiles everything the fits call
+    warmed    the same, with ``NUMBA_CACHE_DIR`` at a new folder that ``python -m core.warm_up`` filled first,
+              from a read-only copy of ``core`` in another place: a container whose image was built so
 
 Each mode runs twice: the first process of a mode may compile (its cache is new), the second shows
-what every later process, and every Spark executor on the machine, pays.  The read-only copy and the
+what every later process, and every Spark executor on the machine, pays.  ``warmed`` prints the warm-up's
+own seconds below the table.  The read-only copy and the
 zip are made anew, in a new folder, for each process: Spark unpacks ``--py-files`` under a new
 ``spark-<uuid>`` folder for every application.  ``NUMBA_CACHE_DIR`` is
 left unset but in ``empty`` (the same new folder for both of its processes), so the package's own
 choice of cache directory is what is measured.
 
-    python -m bench.bench_cold_start [--modes tree,readonly,zip,empty]
+    python -m bench.bench_cold_start [--modes tree,readonly,zip,empty,warmed]
 """
 
 import argparse
@@ -91,21 +94,30 @@ def _zipped(folder):
     return str(archive)
 
 
-def _run(path_entry, cache_dir=None):
+def _run(path_entry, cache_dir=None, code="from bench.bench_cold_start import _child; _child()"):
     env = dict(os.environ, BSVM_DATA_DIR=str(DATA_DIR))  # core's copy elsewhere finds no ../shared/data
     env.pop("NUMBA_CACHE_DIR", None)
     if cache_dir is not None:
         env["NUMBA_CACHE_DIR"] = str(cache_dir)
     # bench/ from this checkout, core/ from path_entry (first on the path)
     env["PYTHONPATH"] = os.pathsep.join([path_entry, str(ROOT)])
-    done = subprocess.run([sys.executable, "-c", "from bench.bench_cold_start import _child; _child()"],
-                          env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tempfile.gettempdir(), capture_output=True,
+                          text=True)
     if done.returncode:
         return {"error": done.stderr.strip().splitlines()[-1]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-MODES = {"tree": lambda place: str(ROOT), "readonly": _readonly_copy, "zip": _zipped, "empty": _readonly_copy}
+def _warm_up(folder, cache_dir):
+    """Seconds of ``python -m core.warm_up`` into ``cache_dir``, from a read-only copy of ``core`` in ``folder``."""
+    folder.mkdir()
+    code = ("import json, time; from core.warm_up import warm_up; start = time.perf_counter(); warm_up(); "
+            "print(json.dumps({'seconds': time.perf_counter() - start}))")
+    return _run(_readonly_copy(folder), cache_dir, code)
+
+
+MODES = {"tree": lambda place: str(ROOT), "readonly": _readonly_copy, "zip": _zipped, "empty": _readonly_copy,
+         "warmed": _readonly_copy}
 
 
 def main():
@@ -116,10 +128,14 @@ def main():
     if set(modes) - set(MODES):
         parser.error(f"unknown modes {sorted(set(modes) - set(MODES))}; known: {list(MODES)}")
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores\n")
-    rows = []
+    rows, notes = [], []
     with tempfile.TemporaryDirectory() as folder:
         for mode in modes:
-            cache_dir = Path(folder, "numba-cache") if mode == "empty" else None
+            cache_dir = Path(folder, f"numba-cache-{mode}") if mode in ("empty", "warmed") else None
+            if mode == "warmed":
+                warmed = _warm_up(Path(folder, "image"), cache_dir)
+                notes.append(f"warmed: python -m core.warm_up took {warmed['seconds']:.1f} s before its processes"
+                             if "seconds" in warmed else f"warmed: the warm-up failed: {warmed['error']}")
             for process in (1, 2):
                 place = Path(folder, f"{mode}-{process}")
                 place.mkdir()
@@ -133,6 +149,8 @@ def main():
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
     print_table(["mode", "process", "import s", "first fits s", "second fits s", "first - second s", "core from"],
                 rows)
+    for note in notes:
+        print(note)
 
 
 if __name__ == "__main__":

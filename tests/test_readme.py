@@ -52,6 +52,11 @@ COVERED = {
     "--set data.path=/data/$(date +\\%F).parquet >> /var/log/bsvm-retrain.log 2>&1":
         "tests/test_readme.py::test_the_crontab_retraining_line",
     'python -m pytest -q -m "not spark and not data"': "tests/conftest.py::pytest_collection_modifyitems",
+    # a Dockerfile's lines: the warm-up into a cache folder, then every process on that folder
+    "RUN NUMBA_CACHE_DIR=/opt/spark-bsvm-numba python -m core.warm_up":
+        "tests/core/test_warm_up.py::test_after_the_warm_up_a_process_elsewhere_compiles_nothing_but_new_code",
+    "ENV NUMBA_CACHE_DIR=/opt/spark-bsvm-numba":
+        "tests/core/test_warm_up.py::test_after_the_warm_up_a_process_elsewhere_compiles_nothing_but_new_code",
 }
 
 
