@@ -413,7 +413,7 @@ def _block(X):
     if is_dense_block(X):
         return X
     if is_sparse(X) and type(X) is sys.modules["scipy.sparse"].csr_matrix and X.dtype == np.float64 \
-            and X.has_canonical_format:
+            and X.indptr.dtype == np.int32 and X.has_canonical_format:
         return X
     return as_rows(X)
 

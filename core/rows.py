@@ -19,8 +19,10 @@ def as_rows(X, n_features=None):
 
     Dense input (anything ``np.asarray`` accepts) becomes a 2-D C-contiguous
     float64 array.  Sparse input (any scipy sparse matrix or array format)
-    becomes a float64 ``csr_matrix`` with sorted indices and duplicates summed;
-    the caller's matrix is never modified.  When ``n_features`` is given, a
+    becomes a float64 ``csr_matrix`` with sorted indices and duplicates summed,
+    its indices int32 wherever they fit (scikit-learn's svmlight reader gives
+    int64: numba compiles every sparse kernel apart for each index type); the
+    caller's matrix is never modified.  When ``n_features`` is given, a
     sparse block with fewer columns is widened to ``n_features`` columns (the
     missing features are zero); any other column mismatch is an error.
 
@@ -36,6 +38,8 @@ def as_rows(X, n_features=None):
         if not X.has_canonical_format:
             X = X.copy()
             X.sum_duplicates()  # also sorts the indices of each row
+        if (X.indices.dtype, X.indptr.dtype) != (np.int32, np.int32) and max(X.nnz, X.shape[1]) < 2**31:
+            X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
         values = X.data
     else:
         try:

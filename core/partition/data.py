@@ -39,7 +39,10 @@ class PartitionData:
         """The block of these rows; ``validation`` (a boolean mask over them, or None) marks the rows that
         are held out for validation instead of trained on."""
         rows = as_rows(rows)
-        y, weight, ids = np.asarray(y, np.float64), np.asarray(weight, np.float64), np.asarray(ids, np.int64)
+        # writable arrays: numba compiles a function apart for a read-only argument (a Spark task's weight
+        # column is Arrow's read-only view), so a weighted fit would compile again what an unweighted one has
+        y, weight, ids = (np.require(a, dtype, ["C", "W"]) for a, dtype in ((y, np.float64), (weight, np.float64),
+                                                                             (ids, np.int64)))
         if validation is None:
             return cls(rows, y, weight, ids, squared_norms(rows))
         held = np.asarray(validation, bool)

@@ -583,7 +583,7 @@ def test_the_pooled_loops_are_never_served_their_serial_twins_code_from_numbas_c
     from pathlib import Path
 
     shutil.copytree(Path(__file__).resolve().parents[2] / "core", tmp_path / "core",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # a cache of its own, empty
+                    ignore=shutil.ignore_patterns("__pycache__"))  # a cache of its own, empty (below: beside it)
     script = """
 import json, sys
 import numpy as np
@@ -598,7 +598,8 @@ print(json.dumps({name: {"hits": len(f.stats.cache_hits), "misses": len(f.stats.
     def run(rows):
         done = subprocess.run([sys.executable, "-c", script, str(rows)], cwd=tmp_path, capture_output=True,
                               text=True, check=True,
-                              env={**os.environ, "PYTHONPATH": str(tmp_path), "NUMBA_NUM_THREADS": "2"})
+                              env={**{k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"},
+                                   "PYTHONPATH": str(tmp_path), "NUMBA_NUM_THREADS": "2"})
         return json.loads(done.stdout.strip().splitlines()[-1])
 
     assert run(300)["serial"] == {"hits": 0, "misses": 1}  # compiled and cached

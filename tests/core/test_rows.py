@@ -41,6 +41,15 @@ def test_duplicates_are_summed_and_indices_sorted_without_touching_the_input():
     assert_array_equal(S.data, [1.0, 2.0, 5.0])
 
 
+def test_int64_indices_become_int32_without_touching_the_input():
+    S = sp.csr_matrix(np.array([[0.0, 2.0, 0.0], [1.0, 0.0, 3.0]]))
+    S.indices, S.indptr = S.indices.astype(np.int64), S.indptr.astype(np.int64)  # as sklearn's svmlight reader
+    R = as_rows(S)
+    assert (R.indices.dtype, R.indptr.dtype) == (np.int32, np.int32)
+    assert_array_equal(R.toarray(), S.toarray())
+    assert (S.indices.dtype, S.indptr.dtype) == (np.int64, np.int64)
+
+
 @pytest.mark.parametrize("X", [np.ones(3), np.ones((2, 2, 2)), 5.0])
 def test_not_2d_is_an_error(X):
     with pytest.raises(ValueError, match="expected a 2-D block of rows"):
