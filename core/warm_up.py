@@ -1,11 +1,12 @@
 """Compile ahead: put the machine code of every fit and prediction into numba's cache before the first fit.
 
 A machine compiles ``core``'s numba code on its first fit and keeps it in numba's cache (``core.jit_cache``):
-the six methods' first fits take 15-26 s more than their second on 2 cores (``bench/bench_cold_start.py
---modes empty``).  Where every run starts from an empty cache, as executors in fresh containers do, every
-run pays that.  This module runs each method once on a few hundred generated rows, dense and sparse, with
-each kernel and with validation rows, then each prediction precision and the tasks' statistics of their
-rows, so that whatever a fit or a prediction calls is compiled and cached.  Run it where the image is built:
+the six methods' first fits took 15-17 s more than their second on a 2-core machine
+(``bench/bench_cold_start.py --modes empty``).  Where every run starts from an empty cache, as executors in
+fresh containers do, every run pays that.  This module runs each method once on a few hundred generated rows,
+dense and sparse, with each kernel and with validation rows, then each prediction precision and the tasks'
+statistics of their rows, so that whatever a fit or a prediction calls is compiled and cached.  Run it where
+the image is built:
 
     RUN NUMBA_CACHE_DIR=/opt/spark-bsvm-numba python -m core.warm_up
     ENV NUMBA_CACHE_DIR=/opt/spark-bsvm-numba
@@ -26,9 +27,9 @@ import numpy as np
 from core import jit_cache
 from core.ebsvm import fit_ebsvm
 from core.engine import LocalEngine
+from core.kernel_columns import KernelColumns
 from core.kernels import PRECISIONS, KernelSpec, kernel_block, kernel_times
 from core.l0svm import fit_l0svm
-from core.kernel_columns import KernelColumns
 from core.moments import group_moments
 from core.partition.slant import COLUMN_BYTES, add_steps
 from core.progress import LOGGER
