@@ -2,7 +2,7 @@
 
 Each row is one fresh process that fits all six methods on Ripley's 250 training rows (``LocalEngine``)
 twice; the first round of fits pays what a new process pays (imports, loading or compiling numba's
-machine code), the second is the steady state.  The package is imported in four ways:
+machine code), the second is the steady state.  The package is imported in five ways:
 
     tree      this checkout, as ``pip install -e .`` leaves it (numba caches beside the sources)
     readonly  a copy of ``core/`` whose files and folders are read-only, as in a system site-packages
@@ -14,12 +14,11 @@ machine code), the second is the steady state.  The package is imported in four 
               from a read-only copy of ``core`` in another place: a container whose image was built so
 
 Each mode runs twice: the first process of a mode may compile (its cache is new), the second shows
-what every later process, and every Spark executor on the machine, pays.  ``warmed`` prints the warm-up's
-own seconds below the table.  The read-only copy and the
+what every later process, and every Spark executor on the machine, pays.  The read-only copy and the
 zip are made anew, in a new folder, for each process: Spark unpacks ``--py-files`` under a new
-``spark-<uuid>`` folder for every application.  ``NUMBA_CACHE_DIR`` is
-left unset but in ``empty`` (the same new folder for both of its processes), so the package's own
-choice of cache directory is what is measured.
+``spark-<uuid>`` folder for every application.  ``NUMBA_CACHE_DIR`` is left unset but in ``empty`` and
+``warmed`` (a new folder each, the same for both of the mode's processes), so the package's own choice
+of cache directory is what is measured.  ``warmed`` prints the warm-up's own seconds below the table.
 
     python -m bench.bench_cold_start [--modes tree,readonly,zip,empty,warmed]
 """

@@ -583,7 +583,7 @@ def test_the_pooled_loops_are_never_served_their_serial_twins_code_from_numbas_c
     from pathlib import Path
 
     shutil.copytree(Path(__file__).resolve().parents[2] / "core", tmp_path / "core",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # a cache of its own, empty (below: beside it)
+                    ignore=shutil.ignore_patterns("__pycache__"))  # a cache of its own, empty, beside the copy
     script = """
 import json, sys
 import numpy as np
