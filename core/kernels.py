@@ -30,7 +30,6 @@ runs below its rate.
 """
 
 import math
-import sys
 import types
 from dataclasses import asdict, dataclass, replace
 
@@ -40,7 +39,7 @@ from numba.core import types as nb_types
 from numba.extending import intrinsic
 
 from core.config import NJIT, NJIT_FMA, NJIT_PARALLEL, NJIT_SUMS
-from core.rows import as_rows, is_dense_block, is_sparse, squared_norms, to_dense
+from core.rows import as_rows, is_csr_block, is_dense_block, is_sparse, squared_norms, to_dense
 from core.simd import lanes_fma, lanes_load, lanes_splat, lanes_store, lanes_width, lanes_zeros
 from core.threads import fetch_add
 from core.validation import check_positive
@@ -410,12 +409,7 @@ def _worth_a_pool(n, m, depth, rows, cols):
 
 def _block(X):
     """X itself when it already is a block as ``as_rows`` makes them, else ``as_rows(X)``."""
-    if is_dense_block(X):
-        return X
-    if is_sparse(X) and type(X) is sys.modules["scipy.sparse"].csr_matrix and X.dtype == np.float64 \
-            and X.indptr.dtype == np.int32 and X.has_canonical_format:
-        return X
-    return as_rows(X)
+    return X if is_dense_block(X) or is_csr_block(X) else as_rows(X)
 
 
 def _pair(X, Z):

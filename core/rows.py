@@ -38,7 +38,7 @@ def as_rows(X, n_features=None):
         if not X.has_canonical_format:
             X = X.copy()
             X.sum_duplicates()  # also sorts the indices of each row
-        if (X.indices.dtype, X.indptr.dtype) != (np.int32, np.int32) and max(X.nnz, X.shape[1]) < 2**31:
+        if not _int32_indexed(X) and _int32_fits(X):
             X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
         values = X.data
     else:
@@ -136,6 +136,21 @@ def is_dense_block(X):
     """Whether ``X`` already is a dense block as ``as_rows`` makes them (a 2-D C-contiguous float64 array; its
     values are not checked again)."""
     return isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float64 and X.flags.c_contiguous
+
+
+def is_csr_block(X):
+    """Whether ``X`` already is a CSR block as ``as_rows`` makes them (a canonical float64 ``csr_matrix``, its
+    indices int32 wherever they fit; its values are not checked again)."""
+    return (is_sparse(X) and type(X) is sys.modules["scipy.sparse"].csr_matrix and X.dtype == np.float64
+            and (_int32_indexed(X) or not _int32_fits(X)) and X.has_canonical_format)
+
+
+def _int32_indexed(X):
+    return X.indices.dtype == np.int32 and X.indptr.dtype == np.int32
+
+
+def _int32_fits(X):
+    return max(X.nnz, X.shape[1]) < 2**31
 
 
 def squared_norms(X):

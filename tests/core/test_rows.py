@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from core.rows import (as_rows, is_sparse, n_rows, squared_norms, stack_rows, take_rows, to_csr, to_dense,
+from core.rows import (as_rows, is_csr_block, is_sparse, n_rows, squared_norms, stack_rows, take_rows, to_csr, to_dense,
                        transposed_rows)
 
 
@@ -48,6 +48,7 @@ def test_int64_indices_become_int32_without_touching_the_input():
     assert (R.indices.dtype, R.indptr.dtype) == (np.int32, np.int32)
     assert_array_equal(R.toarray(), S.toarray())
     assert (S.indices.dtype, S.indptr.dtype) == (np.int64, np.int64)
+    assert is_csr_block(R) and not is_csr_block(S)  # kernels take R as it is and S through as_rows
 
 
 @pytest.mark.parametrize("X", [np.ones(3), np.ones((2, 2, 2)), 5.0])
