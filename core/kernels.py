@@ -800,9 +800,10 @@ def _four_rows_from(o, at, w, lanes0, lanes1, f0, like):
 
 # an index known to be >= 0: numba then reads x[i] without the check for a negative index that each signed one
 # costs (a shift, an and and an add before every load), which in ``_add_four_rows`` came to four integer
-# instructions beside each of its eight broadcasts and took the FMA ports' turns on Intel's server CPUs: 88 x 100
-# tiles of 54 features 1.86-1.92 ns a value in float64 against 2.38-2.47 ns (an Intel Xeon VM, one thread; the same
-# bits; ``bench/HISTORY.md``)
+# instructions beside each of its eight broadcasts and took the FMA ports' turns on Intel's server CPUs (an Intel
+# Xeon VM, one thread: 88 x 100 float64 tiles of 54 features 1.86-1.92 ns a value against 2.38-2.47 ns, kernel_times
+# of 522,910 x 54 rows against 100 ~10% less time; float32 tiles no faster and float32 kernel_times ~15% slower,
+# so those keep signed indices; the same bits either way; ``bench/HISTORY.md``)
 _index = np.uint64
 
 
@@ -811,9 +812,13 @@ def _add_four_rows(x, at, n_features, za, zb, sums):
     """One feature's step of four rows' chains: ``sums`` (row r's two vectors at 2r, 2r + 1) plus x[at + r
     n_features], rounded to the vectors' dtype, times za and zb."""
     a0, b0, a1, b1, a2, b2, a3, b3 = sums
-    i, step = _index(at), _index(n_features)
-    v0, v1 = lanes_splat(za, x[i]), lanes_splat(za, x[i + step])
-    v2, v3 = lanes_splat(za, x[i + _index(2) * step]), lanes_splat(za, x[i + _index(3) * step])
+    if lanes_width(za) == 8:  # float64 lanes; float32 ones measured slower so (numba keeps one branch)
+        i, step = _index(at), _index(n_features)
+        v0, v1 = lanes_splat(za, x[i]), lanes_splat(za, x[i + step])
+        v2, v3 = lanes_splat(za, x[i + _index(2) * step]), lanes_splat(za, x[i + _index(3) * step])
+    else:
+        v0, v1 = lanes_splat(za, x[at]), lanes_splat(za, x[at + n_features])
+        v2, v3 = lanes_splat(za, x[at + 2 * n_features]), lanes_splat(za, x[at + 3 * n_features])
     return (lanes_fma(v0, za, a0), lanes_fma(v0, zb, b0), lanes_fma(v1, za, a1), lanes_fma(v1, zb, b1),
             lanes_fma(v2, za, a2), lanes_fma(v2, zb, b2), lanes_fma(v3, za, a3), lanes_fma(v3, zb, b3))
 
