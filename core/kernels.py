@@ -802,7 +802,7 @@ def _four_rows_from(o, at, w, lanes0, lanes1, f0, like):
 # costs (a shift, an and and an add before every load), which in ``_add_four_rows`` came to four integer
 # instructions beside each of its eight broadcasts and took the FMA ports' turns on Intel's server CPUs (an Intel
 # Xeon VM, one thread: 88 x 100 float64 tiles of 54 features 1.86-1.92 ns a value against 2.38-2.47 ns, kernel_times
-# of 522,910 x 54 rows against 100 ~10% less time; float32 tiles no faster and float32 kernel_times ~15% slower,
+# of 522,910 x 54 rows against 100 6-7% less time; float32 tiles no faster and float32 kernel_times 8-27% slower,
 # so those keep signed indices; the same bits either way; ``bench/HISTORY.md``)
 _index = np.uint64
 
