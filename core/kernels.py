@@ -839,9 +839,8 @@ def _one_row(x, start, z, w, j, lanes0, lanes1, f0, f1, o, at):
     width = lanes_width(z)
     if f0 > 0:
         a, b = lanes_load(o, at, lanes0), lanes_load(o, at + width, lanes1)
-    row = _index(start)
     for f in range(f0, f1):
-        v = lanes_splat(a, x[row + _index(f)])
+        v = lanes_splat(a, x[start + f])
         a = lanes_fma(v, lanes_load(z, f * w + j, lanes0), a)
         b = lanes_fma(v, lanes_load(z, f * w + j + width, lanes1), b)
     lanes_store(o, at, lanes0, a)
