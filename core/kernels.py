@@ -519,7 +519,7 @@ def _fill_tile(t, n_col_tiles, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gam
         _dense_dots_into(X, lo, hi, Zj, K64[lo:hi])  # whole rows: straight into K
         finish_tile(code, K64[lo:hi], x_sq[lo:hi], z_sq, gamma, coef0, degree)
     elif whole_rows and K32 is not None and code == RBF:
-        _dense_dots_into(X, lo, hi, _z_tile(Z_tiles32, p, jlo, jhi), K32[lo:hi])  # the same, in float32
+        _dense_dots_into(_rows32(X, lo, hi), 0, hi - lo, _z_tile(Z_tiles32, p, jlo, jhi), K32[lo:hi])  # in float32
         _rbf_values32(K32[lo:hi], x_sq[lo:hi], z_sq, gamma)
     elif not symmetric or jlo >= lo:  # below the diagonal, a symmetric K is the mirror
         if Z_tiles32 is None:
@@ -706,7 +706,16 @@ def _tile_dots32(X, csr, lo, hi, Zj32):
     _, indices, indptr, data32 = csr
     if indptr.shape[0]:
         return _csr_dots(data32, indices, indptr, Zj32, lo, hi)
-    return _dense_dots(X, lo, hi, Zj32)
+    return _dense_dots(_rows32(X, lo, hi), 0, hi - lo, Zj32)
+
+
+@numba.njit(**NJIT)
+def _rows32(X, lo, hi):
+    """Dense rows lo..hi-1 of X rounded to float32, a new C-contiguous array: the float32 tiles' rows, rounded
+    once for all the tile's column vectors rather than at each of the micro-kernel's broadcasts, where a float64
+    x took a conversion and a shuffle on the ports of the 512-bit FMAs (an Intel Xeon VM, one thread, 88 x 100
+    tiles of 54 features: 1.42 against 2.11 ns a value; the same bits)."""
+    return X[lo:hi].astype(np.float32)
 
 
 @numba.njit(**NJIT)
@@ -731,7 +740,8 @@ def _dense_dots_into(X, lo, hi, Zj, out):
     """out[i - lo, j] = x_i . z_j for the dense rows lo..hi-1 of X and the columns of the (p, w) tile Zj, out a
     C-contiguous (hi - lo, w) array: each the chain of fused multiply-adds over the features in order from 0.0,
     the same bits wherever the row and the column stand in their tiles (the tests write the chains out).  In
-    Zj's dtype: float64, or float32 with twice the lanes, each x rounded to float32 as it is taken.
+    Zj's dtype: float64, or float32 with twice the lanes, each x rounded to float32 as it is taken (the float32
+    tiles pass rows already rounded, ``_rows32``).
 
     A micro-kernel's accumulators stay in registers across the features (``core.simd``): eight rows by two
     vectors of eight columns, sixteen independent chains, as many as the FMA units' latency needs.  On this
@@ -801,9 +811,9 @@ def _four_rows_from(o, at, w, lanes0, lanes1, f0, like):
 # an index known to be >= 0: numba then reads x[i] without the check for a negative index that each signed one
 # costs (a shift, an and and an add before every load), which in ``_add_four_rows`` came to four integer
 # instructions beside each of its eight broadcasts and took the FMA ports' turns on Intel's server CPUs (an Intel
-# Xeon VM, one thread: 88 x 100 float64 tiles of 54 features 1.86-1.92 ns a value against 2.38-2.47 ns, kernel_times
-# of 522,910 x 54 rows against 100 6-7% less time; float32 tiles no faster and float32 kernel_times 8-27% slower,
-# so those keep signed indices; the same bits either way; ``bench/HISTORY.md``)
+# Xeon VM, one thread, 88 x 100 tiles of 54 features: float64 1.86-1.92 ns a value against 2.38-2.47 ns, kernel_times
+# of 522,910 x 54 rows against 100 6-7% less time; float32, from rows already rounded (``_rows32``), 0.98-1.09
+# against 1.34-1.38 ns and kernel_times 12-17% less; the same bits either way; ``bench/HISTORY.md``)
 _index = np.uint64
 
 
@@ -812,13 +822,9 @@ def _add_four_rows(x, at, n_features, za, zb, sums):
     """One feature's step of four rows' chains: ``sums`` (row r's two vectors at 2r, 2r + 1) plus x[at + r
     n_features], rounded to the vectors' dtype, times za and zb."""
     a0, b0, a1, b1, a2, b2, a3, b3 = sums
-    if lanes_width(za) == 8:  # float64 lanes; float32 ones measured slower so (numba keeps one branch)
-        i, step = _index(at), _index(n_features)
-        v0, v1 = lanes_splat(za, x[i]), lanes_splat(za, x[i + step])
-        v2, v3 = lanes_splat(za, x[i + _index(2) * step]), lanes_splat(za, x[i + _index(3) * step])
-    else:
-        v0, v1 = lanes_splat(za, x[at]), lanes_splat(za, x[at + n_features])
-        v2, v3 = lanes_splat(za, x[at + 2 * n_features]), lanes_splat(za, x[at + 3 * n_features])
+    i, step = _index(at), _index(n_features)
+    v0, v1 = lanes_splat(za, x[i]), lanes_splat(za, x[i + step])
+    v2, v3 = lanes_splat(za, x[i + _index(2) * step]), lanes_splat(za, x[i + _index(3) * step])
     return (lanes_fma(v0, za, a0), lanes_fma(v0, zb, b0), lanes_fma(v1, za, a1), lanes_fma(v1, zb, b1),
             lanes_fma(v2, za, a2), lanes_fma(v2, zb, b2), lanes_fma(v3, za, a3), lanes_fma(v3, zb, b3))
 
