@@ -71,6 +71,13 @@ PRECISIONS = ("float64", "float32")
 # time slice (ms) on a busy machine, and smaller blocks (an SpSVM round on ijcnn1: 25k x 11 values) ran
 # slower on two threads than on one beside busy processes (bench/bench_threads.py)
 _PARALLEL_MIN_OPS = 1 << 27
+# the tiles a thread of ``_tiles`` takes at once: enough for a run of a block's rows to span 2 MB, a huge page,
+# so that two threads do not fault in the same fresh page of a new block at once, each waiting in the kernel while
+# the other clears it (an Intel Xeon VM, 522,910 x 54 rows against 100, two threads: the float32 block 71.8 against
+# 84.0 ms, 36 against 63 ms of it in the kernel, float64 128 against 145-355 ms; ``bench/HISTORY.md``), and at
+# least ``_RUNS_PER_WORKER`` runs a thread, so that a busy core's share can still pass to the other
+_FAULT_RUN_BYTES = 2 << 20
+_RUNS_PER_WORKER = 8
 _SAME = 2.0**-46  # ||x-z||^2 below this share of |x|^2 + |z|^2 is rounding noise: taken as 0
 _EXP_FLOOR = -708.0  # exp(-708) ~ 3e-308, the domain of _exp_inplace
 _EXP_FLOOR32 = np.float32(-87.0)  # exp(-87) ~ 1.6e-38, the floor of _exp32's domain
@@ -219,10 +226,12 @@ def _fill(K, out_rows, out_start, X, Z, args, symmetric, transposed, precision):
         rows = cols = max(1, min(_GRAM_TILE, m, math.isqrt(_TILE_MACS // depth)))
     pooled = _worth_a_pool(n, m, depth, rows, cols)
     workers = numba.get_num_threads() if pooled else 1
+    n_tiles = ((n + rows - 1) // rows) * ((m + cols - 1) // cols)
+    run = max(1, min(_FAULT_RUN_BYTES // (rows * cols * K.itemsize), n_tiles // (_RUNS_PER_WORKER * workers)))
     Z_tiles, Z_tiles32 = _column_tiles(Z, cols, precision)
     X, csr = _tile_inputs(X, precision)
     (_tiles if pooled else _tiles_serial)(X, csr, Z_tiles, Z_tiles32, *args, rows, cols, symmetric, transposed,
-                                          out_rows, out_start, workers, K, *_typed_views(K))
+                                          out_rows, out_start, workers, run, K, *_typed_views(K))
 
 
 def _typed_views(K):
@@ -480,8 +489,8 @@ def _norms(X, given, label):
 
 @numba.njit(**NJIT_PARALLEL)
 def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, transposed,
-           out_rows, out_start, workers, K, K64, K32):
-    """Fill K tile by tile on ``workers`` threads, X dense (``csr`` holding empty arrays) or ``csr`` = (data,
+           out_rows, out_start, workers, run, K, K64, K32):
+    """Fill K tile by tile on ``workers`` threads, each taking the next ``run`` tiles in turn, X dense (``csr`` holding empty arrays) or ``csr`` = (data,
     indices, indptr, data32) of a CSR X (X an empty stand-in of the same width; ``_tile_inputs``);
     ``Z_tiles`` and ``Z_tiles32`` (None: float64 dot products) from ``_column_tiles``; ``K64``, ``K32``: K as the
     one of its dtype, the other None (``_typed_views``), for the dot products of a dense tile of whole rows,
@@ -497,12 +506,13 @@ def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, r
     n_col_tiles = (z_sq.shape[0] + cols - 1) // cols
     n_tiles = ((x_sq.shape[0] + rows - 1) // rows) * n_col_tiles
     next_tile = np.zeros(1, dtype=np.int64)
-    for _ in numba.prange(workers):  # each thread takes the next free tile until none is left
-        t = fetch_add(next_tile, 1)
-        while t < n_tiles:
-            _fill_tile(t, n_col_tiles, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols,
-                       symmetric, transposed, out_rows, out_start, K, K64, K32)
-            t = fetch_add(next_tile, 1)
+    for _ in numba.prange(workers):  # each thread takes the next free run of tiles until none is left
+        first = fetch_add(next_tile, run)
+        while first < n_tiles:
+            for t in range(first, min(first + run, n_tiles)):
+                _fill_tile(t, n_col_tiles, X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows,
+                           cols, symmetric, transposed, out_rows, out_start, K, K64, K32)
+            first = fetch_add(next_tile, run)
 
 
 @numba.njit(**NJIT)
