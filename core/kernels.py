@@ -48,9 +48,12 @@ RBF, LINEAR, POLY = 0, 1, 2
 _CODES = {"rbf": RBF, "linear": LINEAR, "poly": POLY}
 SCALE = "scale"  # KernelSpec's gamma that follows the data, as scikit-learn's SVC(gamma="scale")
 
-# multiply-adds per tile: the tiles numba's threads share out (sized to keep OpenBLAS's GEMM, which summed the dense
-# tiles until the forty-sixth session, below the 2^19 at which it started threads of its own)
-_TILE_MACS = 500_000
+# multiply-adds per tile, the tiles numba's threads share out.  Sized at 500,000 for OpenBLAS's GEMM, which summed
+# the dense tiles until the forty-sixth session and started threads of its own from 2^19; since, larger tiles of
+# the micro-kernel's sums pay a tile's fixed costs less often (an Intel Xeon VM, 522,910 x 54 rows against 100,
+# tiles of 320 rows against 88, alternating runs: kernel_times 85-94 against 95-98 ms, float32 53-57 against
+# 56-60 ms; the blocks within their spread; ``bench/HISTORY.md``)
+_TILE_MACS = 2_000_000
 _TILE_COLS = 256
 # largest tile, 256 KB of dot products that stay in L2 while they become kernel values.  A cap on values, not
 # rows: a one-column block (a slant step, 25,000 x 22 rows) took 0.17 ms in tiles of 128 rows, 0.09 ms whole
