@@ -74,11 +74,12 @@ PRECISIONS = ("float64", "float32")
 # time slice (ms) on a busy machine, and smaller blocks (an SpSVM round on ijcnn1: 25k x 11 values) ran
 # slower on two threads than on one beside busy processes (bench/bench_threads.py)
 _PARALLEL_MIN_OPS = 1 << 27
-# the tiles a thread of ``_tiles`` takes at once: enough for a run of a block's rows to span 2 MB, a huge page,
-# so that two threads do not fault in the same fresh page of a new block at once, each waiting in the kernel while
-# the other clears it (an Intel Xeon VM, 522,910 x 54 rows against 100, two threads: the float32 block 71.8 against
-# 84.0 ms, 36 against 63 ms of it in the kernel, float64 128 against 145-355 ms; ``bench/HISTORY.md``), and at
-# least ``_RUNS_PER_WORKER`` runs a thread, so that a busy core's share can still pass to the other
+# the tiles a thread of ``_tiles`` takes at once: enough for a run of a block's rows to span 2 MB, a huge page, so
+# that two threads seldom fault in the same fresh page of a new block together, and at least ``_RUNS_PER_WORKER``
+# runs a thread, so that a busy core's share can still pass to the other.  An Intel Xeon VM, 522,910 x 54 rows
+# against 100: the kernel's share of a new float32 block (clearing its pages) took 31 ms on one thread and 63-76 ms
+# on two taking one tile at a time; in runs of 64 tiles the float32 block took 71.8 against 84.0 ms (36 against 63 ms
+# in the kernel), the float64 block 128 against 152 ms (``bench/HISTORY.md``)
 _FAULT_RUN_BYTES = 2 << 20
 _RUNS_PER_WORKER = 8
 _SAME = 2.0**-46  # ||x-z||^2 below this share of |x|^2 + |z|^2 is rounding noise: taken as 0
@@ -727,7 +728,7 @@ def _rows32(X, lo, hi):
     """Dense rows lo..hi-1 of X rounded to float32, a new C-contiguous array: the float32 tiles' rows, rounded
     once for all the tile's column vectors rather than at each of the micro-kernel's broadcasts, where a float64
     x took a conversion and a shuffle on the ports of the 512-bit FMAs (an Intel Xeon VM, one thread, 88 x 100
-    tiles of 54 features: 1.42 against 2.11 ns a value; the same bits)."""
+    tiles of 54 features: 1.22-1.42 against 1.65-2.11 ns a value, still with signed indices; the same bits)."""
     return X[lo:hi].astype(np.float32)
 
 
