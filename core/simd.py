@@ -14,6 +14,9 @@ float64, or sixteen of float32, the dtype of the array they come from.  The oper
     lanes_zeros(like)                 0 in every lane
     lanes_fma(x, z, acc)              x z + acc in each lane, rounded once (LLVM's llvm.fma)
 
+and, beside them, ``prefetch(a, start)``: a hint that a[start] will be read soon (LLVM's llvm.prefetch), which
+changes no value.
+
 ``a`` is a 1-d C-contiguous float64 or float32 array, ``like`` such an array or a vector, whose dtype picks
 the lanes; ``count`` is between 0 and the vector's lanes, and no bounds are checked (the callers' loops keep
 within them).  Loads and stores of fewer lanes than a vector holds are masked, so the lanes past ``count``
@@ -179,3 +182,23 @@ def lanes_fma(typingctx, x, z, acc):
         return builder.call(_intrinsic_function(builder, f"llvm.fma.{_name(x)}", vector, [vector] * 3), args)
 
     return x(x, x, x), codegen
+
+
+@intrinsic
+def prefetch(typingctx, array, start):
+    """Ask the CPU to bring the cache line of ``array[start]`` into its caches ahead of a read (module doc); no
+    bounds are checked, and an address past the array's end is harmless (a hint never faults)."""
+    if not (isinstance(array, types.Array) and isinstance(start, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        byte = ir.IntType(8).as_pointer()
+        word = ir.IntType(32)
+        function = _intrinsic_function(builder, "llvm.prefetch.p0i8", ir.VoidType(), [byte, word, word, word])
+        # a read (0), kept in every cache level (3), of data (1)
+        builder.call(function, [builder.bitcast(builder.gep(data, [args[1]]), byte), ir.Constant(word, 0),
+                                ir.Constant(word, 3), ir.Constant(word, 1)])
+        return context.get_dummy_value()
+
+    return types.none(array, start), codegen
