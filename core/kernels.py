@@ -756,9 +756,11 @@ def _dense_dots_into(X, lo, hi, Zj, out):
     C-contiguous (hi - lo, w) array: each the chain of fused multiply-adds over the features in order from 0.0,
     the same bits wherever the row and the column stand in their tiles (the tests write the chains out).  In
     Zj's dtype: float64, or float32 with twice the lanes, each x rounded to float32 as it is taken (the float32
-    tiles pass rows already rounded, ``_rows32``).  While eight rows are summed, the next eight are prefetched:
-    522,910 x 54 float64 rows against 100 columns, ``kernel_times`` took 79.4-85.8 against 87.3-88.1 ms, the block
-    124.6-129.1 against 131.2-135.7 ms (an Intel Xeon VM, two threads, three rounds alternating).
+    tiles pass rows already rounded, ``_rows32``).  While eight float64 rows are summed in one pass, the next eight
+    are prefetched: 522,910 x 54 rows against 100 columns, ``kernel_times`` took 79.4-85.8 against 87.3-88.1 ms, the
+    block 124.6-129.1 against 131.2-135.7 ms (an Intel Xeon VM, two threads, three rounds alternating).  Not for
+    longer sums, each of whose passes prefetched whole rows: SpSVM-2's covtype-15k fit, whose Gram blocks
+    (``dense_products``) sum 7,500 terms, took 4.66-4.86 against 3.79-4.05 s; nor for float32 rows, in cache.
 
     A micro-kernel's accumulators stay in registers across the features (``core.simd``): eight rows by two
     vectors of eight columns, sixteen independent chains, as many as the FMA units' latency needs.  On this
@@ -781,8 +783,9 @@ def _dense_dots_into(X, lo, hi, Zj, out):
         f1 = min(f0 + _DOTS_DEPTH, p)
         i = lo
         while i + 8 <= hi:
-            for at in range((i + 8) * n_features, min(i + 16, hi) * n_features, 8):
-                prefetch(x, at)  # the tile's next eight rows, every eighth value (a float64 cache line)
+            if p <= _DOTS_DEPTH and width == 8:  # float64 rows whole in one pass (the kernel tiles): the next eight
+                for at in range((i + 8) * n_features, min(i + 16, hi) * n_features, 8):
+                    prefetch(x, at)
             for j in range(0, w, 2 * width):
                 _eight_rows(x, i * n_features, n_features, z, w, j, min(width, w - j),
                             min(width, max(0, w - j - width)), f0, f1, o, (i - lo) * w + j)
