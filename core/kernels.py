@@ -230,12 +230,10 @@ def _fill(K, out_rows, out_start, X, Z, args, symmetric, transposed, precision):
         rows = cols = max(1, min(_GRAM_TILE, m, math.isqrt(_TILE_MACS // depth)))
     pooled = _worth_a_pool(n, m, depth, rows, cols)
     workers = numba.get_num_threads() if pooled else 1
-    n_tiles = ((n + rows - 1) // rows) * ((m + cols - 1) // cols)
-    run = max(1, min(_FAULT_RUN_BYTES // (rows * cols * K.itemsize), n_tiles // (_RUNS_PER_WORKER * workers)))
     Z_tiles, Z_tiles32 = _column_tiles(Z, cols, precision)
     X, csr = _tile_inputs(X, precision)
     (_tiles if pooled else _tiles_serial)(X, csr, Z_tiles, Z_tiles32, *args, rows, cols, symmetric, transposed,
-                                          out_rows, out_start, workers, run, K, *_typed_views(K))
+                                          out_rows, out_start, workers, K, *_typed_views(K))
 
 
 def _typed_views(K):
@@ -493,10 +491,10 @@ def _norms(X, given, label):
 
 @numba.njit(**NJIT_PARALLEL)
 def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, rows, cols, symmetric, transposed,
-           out_rows, out_start, workers, run, K, K64, K32):
-    """Fill K tile by tile on ``workers`` threads, each taking the next ``run`` tiles in turn, X dense (``csr``
-    holding empty arrays) or ``csr`` = (data, indices, indptr, data32) of a CSR X (X an empty stand-in of the same
-    width; ``_tile_inputs``);
+           out_rows, out_start, workers, K, K64, K32):
+    """Fill K tile by tile on ``workers`` threads, each taking the next run of tiles in turn (``_FAULT_RUN_BYTES``,
+    ``_RUNS_PER_WORKER``), X dense (``csr`` holding empty arrays) or ``csr`` = (data, indices, indptr, data32) of a
+    CSR X (X an empty stand-in of the same width; ``_tile_inputs``);
     ``Z_tiles`` and ``Z_tiles32`` (None: float64 dot products) from ``_column_tiles``; ``K64``, ``K32``: K as the
     one of its dtype, the other None (``_typed_views``), for the dot products of a dense tile of whole rows,
     which write into K.  A dense tile's dot products come from ``_dense_dots_into``.
@@ -510,6 +508,7 @@ def _tiles(X, csr, Z_tiles, Z_tiles32, code, x_sq, z_sq, gamma, coef0, degree, r
     every branch of a tile inline (``bench/HISTORY.md``)."""
     n_col_tiles = (z_sq.shape[0] + cols - 1) // cols
     n_tiles = ((x_sq.shape[0] + rows - 1) // rows) * n_col_tiles
+    run = max(1, min(_FAULT_RUN_BYTES // (rows * cols * K.itemsize), n_tiles // (_RUNS_PER_WORKER * workers)))
     next_tile = np.zeros(1, dtype=np.int64)
     for _ in numba.prange(workers):  # each thread takes the next free run of tiles until none is left
         first = fetch_add(next_tile, run)
