@@ -57,8 +57,7 @@ class KernelColumns:
         old = self.n
         added_t = None if self.rows_t is None else transposed_rows(rows, self.limit_bytes)
         self.rows = stack_rows([self.rows, rows])
-        self.rows_t = None if added_t is None or self.rows.nbytes > self.limit_bytes \
-            else np.concatenate([self.rows_t, added_t], axis=1)
+        self.rows_t = None if added_t is None or self.rows.nbytes > self.limit_bytes else self.rows_t.append(rows)
         self.sq_norms = np.concatenate([self.sq_norms, squared_norms(rows)])
         self.n = n_rows(self.rows)
         if self.n > self.K.shape[1]:  # twice the width, with the most recently used columns that fit
@@ -75,7 +74,7 @@ class KernelColumns:
         """Drop the block's rows where the mask ``keep`` is False, from every kept column too."""
         at = np.flatnonzero(keep)
         self.rows, self.sq_norms = take_rows(self.rows, at), self.sq_norms[at]
-        self.rows_t = None if self.rows_t is None else np.ascontiguousarray(self.rows_t[:, at])
+        self.rows_t = None if self.rows_t is None else self.rows_t.take(at)
         _keep_values(self.K, np.flatnonzero(self.key_at >= 0), at)
         self.n = at.size
 

@@ -29,6 +29,7 @@ products with long sums and few columns (SpSVM-2's Gram blocks), where BLAS
 runs below its rate.
 """
 
+import collections
 import math
 import types
 from dataclasses import asdict, dataclass, replace
@@ -39,8 +40,9 @@ from numba.core import types as nb_types
 from numba.extending import intrinsic
 
 from core.config import NJIT, NJIT_FMA, NJIT_PARALLEL, NJIT_SUMS
-from core.rows import as_rows, is_csr_block, is_dense_block, is_sparse, squared_norms, to_dense
-from core.simd import lanes_fma, lanes_load, lanes_splat, lanes_store, lanes_width, lanes_zeros, prefetch
+from core.rows import TransposedRows, as_rows, is_csr_block, is_dense_block, is_sparse, squared_norms, to_dense
+from core.simd import (lanes_add_where, lanes_fma, lanes_load, lanes_splat, lanes_store, lanes_width, lanes_zeros,
+                       prefetch)
 from core.threads import fetch_add
 from core.validation import check_positive
 
@@ -189,10 +191,10 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
 
     ``K``: a C-contiguous float64 array; ``rows``: distinct rows of it, one per row of Z.
 
-    ``x_transposed``: for a dense X, ``X.T`` as a C-contiguous float64 array, which a caller that computes
-    column after column over the same rows keeps (``KernelColumns``).  The dot products are then summed with
-    the rows in the vectors' lanes (``_dots_from_transposed``), the same chains of fused multiply-adds as the
-    tiles' and so the same bits, where the tiles, with the columns in the lanes, run far below their rate on
+    ``x_transposed``: for a dense X, its transpose ``core.rows.transposed_rows(X, ...)``, which a caller that
+    computes column after column over the same rows keeps (``KernelColumns``).  The dot products are then summed
+    with the rows in the vectors' lanes (``_dots_from_transposed``), the same chains of fused multiply-adds as
+    the tiles' and so the same bits, where the tiles, with the columns in the lanes, run far below their rate on
     a few columns of many rows: rbf columns of 25,000 x 22 rows, 1, 2 and 4 at a time, took 205, 253 and
     271 us through the tiles against 60, 93 and 122 us from the transpose (in cache, one thread, CPU as wall;
     ``bench/HISTORY.md``).
@@ -209,10 +211,11 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
     if x_transposed is None:
         _fill(K, rows, int(start), X, Z, args, False, True, "float64")
         return
-    if is_sparse(X) or not (is_dense_block(x_transposed) and x_transposed.shape == X.shape[::-1]):
-        raise ValueError(f"x_transposed must be X.T of a dense X (shape {X.shape}) as a C-contiguous float64 "
-                         "array: np.ascontiguousarray(X.T)")
-    _rows_from_transposed(K, rows, int(start), x_transposed, Z, *args)  # Z: _prepared's, C-contiguous
+    if is_sparse(X) or not (isinstance(x_transposed, TransposedRows) and x_transposed.shape == X.shape[::-1]):
+        raise ValueError(f"x_transposed must be the transpose of a dense X (shape {X.shape}): "
+                         "core.rows.transposed_rows(X, limit_bytes)")
+    T = x_transposed
+    _rows_from_transposed(K, rows, int(start), T.values, T.bits, T.slots, Z, *args)  # Z: _prepared's, C-contiguous
 
 
 _NO_ROWS = np.zeros(0, np.int64)  # ``_tiles``' output rows of a block that is not transposed
@@ -576,77 +579,100 @@ _TRANSPOSED_TILE = 1024  # rows a pass of ``_rows_from_transposed``: four column
 
 
 @numba.njit(**NJIT)
-def _rows_from_transposed(K, out_rows, start, X_t, Z, code, x_sq, z_sq, gamma, coef0, degree):
-    """``kernel_rows_into``'s K[out_rows[j], start:start + n] from X_t = X.T (p, n): tile by tile of
-    ``_TRANSPOSED_TILE`` rows, four columns at a time, their dot products (``_dots_from_transposed``) written
-    into their rows of K and made kernel values there while in cache (``finish_tile`` of an (h, 1) tile: the
-    exponents and exp every other tile takes)."""
-    n, w = X_t.shape[1], Z.shape[0]
-    x_t = X_t.reshape(X_t.size)
+def _rows_from_transposed(K, out_rows, start, values, bits, slots, Z, code, x_sq, z_sq, gamma, coef0, degree):
+    """``kernel_rows_into``'s K[out_rows[j], start:start + n] from X's transpose (``core.rows.TransposedRows``'
+    ``values``, ``bits`` and ``slots``): tile by tile of ``_TRANSPOSED_TILE`` rows, four columns at a time, their
+    dot products (``_dots_from_transposed``) written into their rows of K and made kernel values there while in
+    cache (``finish_tile`` of an (h, 1) tile: the exponents and exp every other tile takes)."""
+    n, w = x_sq.shape[0], Z.shape[0]
+    x_t = _Transposed(values.reshape(values.size), bits.reshape(bits.size), slots, n, bits.shape[1])
     for lo in range(0, n, _TRANSPOSED_TILE):
         hi = min(lo + _TRANSPOSED_TILE, n)
         for j in range(0, w, 4):
             last = min(j + 4, w) - 1  # two or three columns: the four columns' sums, the last one repeated
             if last == j:
-                _dots_from_transposed_one(K[out_rows[j], start:start + n], x_t, n, lo, hi, Z[j])
+                _dots_from_transposed_one(K[out_rows[j], start:start + n], x_t, lo, hi, Z[j])
             else:
                 rows = (K[out_rows[j], start:start + n], K[out_rows[min(j + 1, last)], start:start + n],
                         K[out_rows[min(j + 2, last)], start:start + n], K[out_rows[last], start:start + n])
                 columns = (Z[j], Z[min(j + 1, last)], Z[min(j + 2, last)], Z[last])
-                _dots_from_transposed(rows, x_t, n, lo, hi, columns)
+                _dots_from_transposed(rows, x_t, lo, hi, columns)
             for c in range(j, last + 1):
                 finish_tile(code, K[out_rows[c], start + lo:start + hi].reshape((hi - lo, 1)), x_sq[lo:hi],
                             z_sq[c:c + 1], gamma, coef0, degree)
 
 
+# ``_rows_from_transposed``'s X transposed for its loops: ``TransposedRows``' arrays flat, n, the bytes of a bit row
+_Transposed = collections.namedtuple("_Transposed", "values bits slots n row_bytes")
+
+
 @numba.njit(**NJIT)
-def _dots_from_transposed(rows, x_t, n, lo, hi, columns):
-    """rows[c][i] = x_i . z_c for i in lo..hi-1 and the four columns z_c, from the flat X.T ``x_t`` (rows of n):
-    each the chain of fused multiply-adds over the features in order from 0.0, as ``_dense_dots_into``'s, so the
-    same bits as the tiles give (``core.simd``: the sums of 32 rows and four columns in registers across the
-    features).  The rows left over after the blocks of 32 go eight (or fewer) at a time."""
-    p = columns[0].shape[0]
+def _dots_from_transposed(rows, x_t, lo, hi, columns):
+    """rows[c][i] = x_i . z_c for i in lo..hi-1 and the four columns z_c, from X's transpose ``x_t``
+    (``_Transposed``; lo a multiple of 32): each the chain of fused multiply-adds over the features in order
+    from 0.0, as ``_dense_dots_into``'s, so the same bits as the tiles give (``core.simd``: the sums of 32 rows
+    and four columns in registers across the features); a feature kept as bits adds z_c where its bit is set,
+    the same bits as the multiply-add by its 0.0 or 1.0.  The rows left over after the blocks of 32 go eight
+    (or fewer) at a time."""
+    p, values = columns[0].shape[0], x_t.values
     i = lo
     while i + 32 <= hi:
-        zero = lanes_zeros(x_t)
+        zero = lanes_zeros(values)
         sums = (zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero)
         for f in range(p):
-            at = f * n + i
-            sums = _add_feature_to_four_columns(
-                (lanes_load(x_t, at, 8), lanes_load(x_t, at + 8, 8), lanes_load(x_t, at + 16, 8),
-                 lanes_load(x_t, at + 24, 8)), columns, f, sums)
+            k = x_t.slots[f]
+            if k >= 0:
+                at = k * x_t.n + i
+                sums = _add_feature_to_four_columns(
+                    (lanes_load(values, at, 8), lanes_load(values, at + 8, 8), lanes_load(values, at + 16, 8),
+                     lanes_load(values, at + 24, 8)), columns, f, sums)
+            else:
+                sums = _add_bits_to_four_columns(x_t.bits, (-1 - k) * x_t.row_bytes + i // 8, columns, f, sums)
         for c in range(4):
             for v in range(4):
                 lanes_store(rows[c], i + 8 * v, 8, sums[4 * c + v])
         i += 32
     while i < hi:
         lanes = min(8, hi - i)
-        zero = lanes_zeros(x_t)
+        zero = lanes_zeros(values)
         a, b, c, d = zero, zero, zero, zero
         for f in range(p):
-            x = lanes_load(x_t, f * n + i, lanes)
-            a, b = lanes_fma(x, lanes_splat(x, columns[0][f]), a), lanes_fma(x, lanes_splat(x, columns[1][f]), b)
-            c, d = lanes_fma(x, lanes_splat(x, columns[2][f]), c), lanes_fma(x, lanes_splat(x, columns[3][f]), d)
+            k = x_t.slots[f]
+            z0, z1 = lanes_splat(zero, columns[0][f]), lanes_splat(zero, columns[1][f])
+            z2, z3 = lanes_splat(zero, columns[2][f]), lanes_splat(zero, columns[3][f])
+            if k >= 0:
+                x = lanes_load(values, k * x_t.n + i, lanes)
+                a, b, c, d = lanes_fma(x, z0, a), lanes_fma(x, z1, b), lanes_fma(x, z2, c), lanes_fma(x, z3, d)
+            else:
+                at = (-1 - k) * x_t.row_bytes + i // 8
+                a, b = lanes_add_where(x_t.bits, at, z0, a), lanes_add_where(x_t.bits, at, z1, b)
+                c, d = lanes_add_where(x_t.bits, at, z2, c), lanes_add_where(x_t.bits, at, z3, d)
         for column, value in enumerate((a, b, c, d)):
             lanes_store(rows[column], i, lanes, value)
         i += lanes
 
 
 @numba.njit(**NJIT)
-def _dots_from_transposed_one(row, x_t, n, lo, hi, z):
+def _dots_from_transposed_one(row, x_t, lo, hi, z):
     """``_dots_from_transposed`` for the one column z: 32 rows' sums in registers a pass, the last pass's vectors
     masked to the rows left."""
-    p = z.shape[0]
+    p, values = z.shape[0], x_t.values
     for i in range(lo, hi, 32):
         lanes0, lanes1 = min(8, hi - i), min(8, max(0, hi - i - 8))
         lanes2, lanes3 = min(8, max(0, hi - i - 16)), min(8, max(0, hi - i - 24))
-        a0 = a1 = a2 = a3 = lanes_zeros(x_t)
+        a0 = a1 = a2 = a3 = lanes_zeros(values)
         for f in range(p):
-            at, value = f * n + i, lanes_splat(x_t, z[f])
-            a0 = lanes_fma(lanes_load(x_t, at, lanes0), value, a0)
-            a1 = lanes_fma(lanes_load(x_t, at + 8, lanes1), value, a1)
-            a2 = lanes_fma(lanes_load(x_t, at + 16, lanes2), value, a2)
-            a3 = lanes_fma(lanes_load(x_t, at + 24, lanes3), value, a3)
+            k, value = x_t.slots[f], lanes_splat(values, z[f])
+            if k >= 0:
+                at = k * x_t.n + i
+                a0 = lanes_fma(lanes_load(values, at, lanes0), value, a0)
+                a1 = lanes_fma(lanes_load(values, at + 8, lanes1), value, a1)
+                a2 = lanes_fma(lanes_load(values, at + 16, lanes2), value, a2)
+                a3 = lanes_fma(lanes_load(values, at + 24, lanes3), value, a3)
+            else:  # a block's four bytes lie within the bit row: it holds whole blocks of 32 rows
+                at = (-1 - k) * x_t.row_bytes + i // 8
+                a0, a1 = lanes_add_where(x_t.bits, at, value, a0), lanes_add_where(x_t.bits, at + 1, value, a1)
+                a2, a3 = lanes_add_where(x_t.bits, at + 2, value, a2), lanes_add_where(x_t.bits, at + 3, value, a3)
         lanes_store(row, i, lanes0, a0)
         lanes_store(row, i + 8, lanes1, a1)
         lanes_store(row, i + 16, lanes2, a2)
@@ -665,6 +691,23 @@ def _add_feature_to_four_columns(x, columns, f, sums):
             lanes_fma(x[1], z2, sums[9]), lanes_fma(x[2], z2, sums[10]), lanes_fma(x[3], z2, sums[11]),
             lanes_fma(x[0], z3, sums[12]), lanes_fma(x[1], z3, sums[13]), lanes_fma(x[2], z3, sums[14]),
             lanes_fma(x[3], z3, sums[15]))
+
+
+@numba.njit(**NJIT)
+def _add_bits_to_four_columns(bits, at, columns, f, sums):
+    """``_add_feature_to_four_columns`` for a feature kept as bits, the 32 rows' four bytes from ``bits[at]``:
+    sums[4 c + v] plus column c's value of feature f in the lanes whose bit is set."""
+    s = sums[0]
+    z0, z1 = lanes_splat(s, columns[0][f]), lanes_splat(s, columns[1][f])
+    z2, z3 = lanes_splat(s, columns[2][f]), lanes_splat(s, columns[3][f])
+    return (lanes_add_where(bits, at, z0, sums[0]), lanes_add_where(bits, at + 1, z0, sums[1]),
+            lanes_add_where(bits, at + 2, z0, sums[2]), lanes_add_where(bits, at + 3, z0, sums[3]),
+            lanes_add_where(bits, at, z1, sums[4]), lanes_add_where(bits, at + 1, z1, sums[5]),
+            lanes_add_where(bits, at + 2, z1, sums[6]), lanes_add_where(bits, at + 3, z1, sums[7]),
+            lanes_add_where(bits, at, z2, sums[8]), lanes_add_where(bits, at + 1, z2, sums[9]),
+            lanes_add_where(bits, at + 2, z2, sums[10]), lanes_add_where(bits, at + 3, z2, sums[11]),
+            lanes_add_where(bits, at, z3, sums[12]), lanes_add_where(bits, at + 1, z3, sums[13]),
+            lanes_add_where(bits, at + 2, z3, sums[14]), lanes_add_where(bits, at + 3, z3, sums[15]))
 
 
 @numba.njit(**NJIT)

@@ -13,6 +13,9 @@ float64, or sixteen of float32, the dtype of the array they come from.  The oper
     lanes_splat(like, x)              x, rounded to the lanes' dtype, in every lane
     lanes_zeros(like)                 0 in every lane
     lanes_fma(x, z, acc)              x z + acc in each lane, rounded once (LLVM's llvm.fma)
+    lanes_add_where(bits, i, z, acc)  z + acc in the lanes whose bit of the byte bits[i] is set (lane l: bit l),
+                                      acc in the others (float64 lanes): lanes_fma(x, z, acc) for lanes x of
+                                      0.0 and 1.0, to the bit, from one bit a lane instead of eight bytes
 
 and, beside them, ``prefetch(a, start)``: a hint that a[start] will be read soon (LLVM's llvm.prefetch), which
 changes no value.
@@ -182,6 +185,25 @@ def lanes_fma(typingctx, x, z, acc):
         return builder.call(_intrinsic_function(builder, f"llvm.fma.{_name(x)}", vector, [vector] * 3), args)
 
     return x(x, x, x), codegen
+
+
+@intrinsic
+def lanes_add_where(typingctx, bits, index, z, acc):
+    """z + acc in the lanes of acc whose bit of the byte ``bits[index]`` is set (lane l: bit l), acc in the
+    others; float64 lanes.  For x of 0.0 and 1.0 this is ``lanes_fma(x, z, acc)``: 1 z + acc is z + acc
+    rounded once, to the bit, and 0 z + acc is acc for a finite z (to the bit but for the sign of a zero acc:
+    fma gives +0.0 for -0.0 + 0 z with z > 0, which a sum from +0.0 reaches only through products below
+    float64's subnormals)."""
+    if not (isinstance(bits, types.Array) and bits.dtype == types.uint8 and bits.ndim == 1
+            and isinstance(index, types.Integer) and isinstance(acc, Lanes) and acc.count == 8 and z == acc):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        mask = builder.bitcast(builder.load(builder.gep(data, [args[1]])), ir.VectorType(ir.IntType(1), 8))
+        return builder.select(mask, builder.fadd(args[3], args[2]), args[3])
+
+    return acc(bits, index, z, acc), codegen
 
 
 @intrinsic

@@ -10,7 +10,8 @@ from core.rows import as_rows, squared_norms, take_rows, transposed_rows
 from core.sampling import example_keys
 
 
-# Dense rows up to this size are also kept transposed (``PartitionData.rows_t``): as much memory again as the rows.
+# Dense rows up to this size are also kept transposed (``PartitionData.rows_t``): at most as much memory again as
+# the rows (features of 0 and 1 take a bit a row, ``core.rows.TransposedRows``).
 # Up to it, a kernel block of 10-16 columns over the rows stays below the size at which ``core.kernels`` takes it
 # to numba's pool for two threads, which the transposed path (one thread) would lose.
 TRANSPOSED_LIMIT_BYTES = 32 << 20

@@ -41,9 +41,9 @@ BIAS_TERM = 1.0  # K' = K + 1: the kernel of the feature map (1, phi(x))
 
 def basis_kernel(X, Z, kernel, x_sq_norms=None, transposed=False, x_transposed=None):
     """K'(x, z) = 1 + K(x, z) for the rows of X and Z (the kernel SpSVM expands in), shape (n_x, n_z);
-    with ``transposed``, its transpose (n_z, n_x), C-contiguous, from ``x_transposed`` (dense X's ``X.T``,
-    C-contiguous) when given: ``kernel_rows_into``'s dot products, which on a partition's candidates (7,500 x 54
-    rows, 10 columns) took 147 us against 203 us through the tiles (one thread, in cache)."""
+    with ``transposed``, its transpose (n_z, n_x), C-contiguous, from ``x_transposed`` (dense X's transpose,
+    ``core.rows.transposed_rows``) when given: ``kernel_rows_into``'s dot products, which on a partition's
+    candidates (7,500 x 54 rows, 10 columns) took 147 us against 203 us through the tiles (one thread, in cache)."""
     spec = kernel if isinstance(kernel, KernelSpec) else KernelSpec.from_dict(kernel)
     if transposed and x_transposed is not None:
         K = np.empty((n_rows(Z), n_rows(X)))

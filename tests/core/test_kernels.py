@@ -12,7 +12,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from core.kernels import (LINEAR, POLY, RBF, KernelSpec, dense_products, kernel_block, kernel_diag, kernel_rows_into,
                           kernel_times, rbf_times_bounded)
-from core.rows import squared_norms
+from core.rows import squared_norms, transposed_rows
 from tests.naive import naive_kernel
 
 SPECS = [KernelSpec("rbf", gamma=0.7), KernelSpec("linear"), KernelSpec("poly", gamma=0.5, degree=3, coef0=1.0),
@@ -116,14 +116,32 @@ def _fma_chain(x, z):
     return total
 
 
-@pytest.mark.parametrize("n_x, n_z, p", [(1, 1, 1), (7, 3, 4), (1_300, 5, 11), (2_100, 2, 22)],
+def _with_bit_features(X, Z):
+    """X with every third feature of 0.0 and 1.0 (one of them all zeros), which its transpose keeps as bits, and
+    one of 0.0, -0.0 and 1.0, which it keeps as values; Z's values of them 0, 1 and others."""
+    X, Z = X.copy(), Z.copy()
+    rng = np.random.default_rng(4)
+    for f in range(0, X.shape[1], 3):
+        X[:, f] = 0.0 if f == 3 else rng.integers(0, 2, X.shape[0])
+    if X.shape[1] > 1:
+        X[:, 1] = rng.choice([0.0, -0.0, 1.0], X.shape[0])
+    Z[:, ::2] = rng.choice([0.0, 1.0, -2.5, 0.3], Z[:, ::2].shape)
+    return X, Z
+
+
+@pytest.mark.parametrize("bits", [False, True], ids=["values", "bits"])
+@pytest.mark.parametrize("n_x, n_z, p", [(1, 1, 1), (7, 3, 4), (1_300, 5, 11), (2_100, 2, 22), (2_100, 4, 22),
+                                         (1_045, 7, 9)],
                          ids=str)  # 1,300 and 2,100 rows: tiles of 1,024, blocks of 32 and the rows after them
-def test_kernel_rows_into_from_the_transpose_gives_the_tiles_bits(n_x, n_z, p):
+def test_kernel_rows_into_from_the_transpose_gives_the_tiles_bits(n_x, n_z, p, bits):
     """With ``x_transposed`` the linear values are the chains of fused multiply-adds over the features in order,
     to the bit, and the rbf values ``kernel_block``'s (whose tiles sum the same chains); only the rows asked
-    change."""
+    change.  Features of 0.0 and 1.0, kept as bits, give the same bits as the multiply-adds."""
     X, Z = _pairs(n_x, n_z, p, "dense", "dense")
-    X_t = np.ascontiguousarray(X.T)
+    if bits:
+        X, Z = _with_bit_features(X, Z)
+    X_t = transposed_rows(X, limit_bytes=X.nbytes)
+    assert X_t.shape == (p, n_x) and (X_t.bits.shape[0] > 0 or not bits)
     rows = np.arange(n_z)[::-1] * 2 + 1
     for spec in (KernelSpec("linear"), KernelSpec("rbf", gamma=0.7)):
         store = np.full((2 * n_z + 2, n_x + 3), -5.0)
@@ -139,25 +157,29 @@ def test_kernel_rows_into_from_the_transpose_gives_the_tiles_bits(n_x, n_z, p):
 
 def test_kernel_rows_into_from_the_transpose_gives_a_value_the_same_bits_wherever_it_stands():
     """A row's values do not follow the columns computed with it (one at a time, in pairs) nor the rows around
-    it (a slice of X at another offset): the slant path's driver and partitions compute the same columns."""
-    X, Z = _pairs(1_500, 5, 13, "dense", "dense")
+    it (a slice of X at another offset, whose transpose keeps more features as bits): the slant path's driver
+    and partitions compute the same columns."""
+    X, Z = _with_bit_features(*_pairs(1_500, 5, 13, "dense", "dense"))
+    X[1_000, 6] = 2.0  # feature 6: values in X and in rows 333-1,032, bits in rows 0-899
     spec = KernelSpec("rbf", gamma=0.3)
     together = np.zeros((5, 1_500))
-    kernel_rows_into(together, np.arange(5), 0, X, Z, spec, x_transposed=np.ascontiguousarray(X.T))
+    kernel_rows_into(together, np.arange(5), 0, X, Z, spec, x_transposed=transposed_rows(X, X.nbytes))
     alone = np.zeros((5, 1_500))
     for j in range(5):
-        kernel_rows_into(alone, [j], 0, X, Z[j:j + 1], spec, x_transposed=np.ascontiguousarray(X.T))
+        kernel_rows_into(alone, [j], 0, X, Z[j:j + 1], spec, x_transposed=transposed_rows(X, X.nbytes))
     assert_array_equal(alone, together)
-    part = np.zeros((5, 700))
-    kernel_rows_into(part, np.arange(5), 0, X[333:1_033], Z, spec, x_transposed=np.ascontiguousarray(X[333:1_033].T))
-    assert_array_equal(part, together[:, 333:1_033])
+    for lo, hi in ((333, 1_033), (0, 900)):
+        part = np.zeros((5, hi - lo))
+        kernel_rows_into(part, np.arange(5), 0, X[lo:hi], Z, spec, x_transposed=transposed_rows(X[lo:hi], X.nbytes))
+        assert_array_equal(part, together[:, lo:hi])
 
 
 @pytest.mark.parametrize("x_kind, transpose, message", [
-    ("dense", lambda X: X.T, "x_transposed must be X.T of a dense X \\(shape \\(30, 4\\)\\)"),  # not C-contiguous
-    ("dense", lambda X: np.ascontiguousarray(X.T[:, :29]), "x_transposed must be X.T"),
-    ("dense", lambda X: np.ascontiguousarray(X.T, dtype=np.float32), "x_transposed must be X.T"),
-    ("csr", lambda X: np.ascontiguousarray(X.toarray().T), "x_transposed must be X.T of a dense X"),
+    ("dense", lambda X: np.ascontiguousarray(X.T), "x_transposed must be the transpose of a dense X \\(shape \\(30, "
+                                                   "4\\)\\): core.rows.transposed_rows"),  # an array
+    ("dense", lambda X: transposed_rows(X[:29], 1 << 20), "x_transposed must be the transpose"),
+    ("dense", lambda X: transposed_rows(X[:, :3], 1 << 20), "x_transposed must be the transpose"),
+    ("csr", lambda X: transposed_rows(X.toarray(), 1 << 20), "x_transposed must be the transpose of a dense X"),
 ])
 def test_kernel_rows_into_names_a_transpose_it_cannot_use(x_kind, transpose, message):
     X, Z = _pairs(30, 2, 4, x_kind, "dense")

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from core.rows import (as_rows, is_csr_block, is_sparse, n_rows, squared_norms, stack_rows, take_rows, to_csr, to_dense,
+from core.rows import (TransposedRows, as_rows, is_csr_block, is_sparse, n_rows, squared_norms, stack_rows, take_rows, to_csr, to_dense,
                        transposed_rows)
 
 
@@ -97,13 +97,52 @@ def test_take_rows(sparse, idx):
         assert R.flags.c_contiguous
 
 
+def _bits_of(flags):
+    """Bool rows packed as ``TransposedRows.bits`` holds them: bit i % 8 of byte i // 8, whole blocks of 32 rows."""
+    n = flags.shape[1]
+    padded = np.zeros((flags.shape[0], 32 * -(-n // 32)), bool)
+    padded[:, :n] = flags
+    return np.packbits(padded, axis=1, bitorder="little")
+
+
+def _assert_transpose(T, X, bit_features):
+    """``T`` holds X's transpose, the features ``bit_features`` as bits and the others as float64 values."""
+    bitwise = np.isin(np.arange(X.shape[1]), bit_features)
+    assert T.shape == X.T.shape
+    assert_array_equal(T.slots < 0, bitwise)
+    assert_array_equal(T.values[T.slots[~bitwise]], X.T[~bitwise])
+    assert T.values.flags.c_contiguous and T.values.dtype == np.float64
+    assert_array_equal(T.bits[-1 - T.slots[bitwise]], _bits_of(X.T[bitwise] == 1.0))
+    assert np.signbit(T.values).sum() == np.signbit(X.T[~bitwise]).sum()
+
+
 def test_transposed_rows_only_of_dense_rows_within_the_limit():
     X = np.arange(12.0).reshape(4, 3)
-    T = transposed_rows(X, limit_bytes=X.nbytes)
-    assert_array_equal(T, X.T)
-    assert T.flags.c_contiguous
+    _assert_transpose(transposed_rows(X, limit_bytes=X.nbytes), X, [])
     assert transposed_rows(X, limit_bytes=X.nbytes - 1) is None
     assert transposed_rows(as_rows(_csr(X)), limit_bytes=1 << 30) is None
+
+
+def test_transposed_rows_keep_features_of_zeros_and_ones_as_bits_through_appends_and_takes():
+    """Features whose every value is +0.0 or 1.0 take a bit a row (-0.0 keeps a feature a value: its bit could
+    not give the sign back); rows appended keep a feature bits only if theirs are 0 and 1 too; rows taken keep
+    each feature as it was."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(70, 6))
+    X[:, 1], X[:, 4], X[:, 5] = rng.integers(0, 2, 70), 0.0, rng.integers(0, 2, 70)
+    X[3, 5] = -0.0
+    T = TransposedRows.of(X)
+    _assert_transpose(T, X, [1, 4])
+    assert T.bits.shape == (2, 12) and T.nbytes == 4 * 70 * 8 + 2 * 12
+    more = rng.normal(size=(9, 6))
+    more[:, 1], more[:, 4] = 1.0, 2.0  # feature 4: a value from now on
+    both = np.vstack([X, more])
+    _assert_transpose(T.append(more), both, [1])
+    at = np.array([0, 5, 7, 70, 78])
+    _assert_transpose(T.append(more).take(at), both[at], [1])
+    _assert_transpose(T.take(at[:3]), X[at[:3]], [1, 4])
+    _assert_transpose(TransposedRows.of(X[at[:3]]), X[at[:3]], [1, 4, 5])  # row 3's -0.0 not among them
+    _assert_transpose(T.take(np.array([], np.int64)), X[:0], [1, 4])
 
 
 def test_stack_rows():
