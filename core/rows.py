@@ -158,7 +158,8 @@ class TransposedRows:
     @classmethod
     def of(cls, X):
         """The transpose of the dense block ``X``."""
-        valued, bitwise = np.flatnonzero(~_bit_features(X)), np.flatnonzero(_bit_features(X))
+        bitwise = _bit_features(X)
+        valued, bitwise = np.flatnonzero(~bitwise), np.flatnonzero(bitwise)
         return cls(X[:, valued].T, X[:, bitwise].T != 0.0, valued, bitwise)
 
     @property
@@ -171,13 +172,13 @@ class TransposedRows:
         return self.values.nbytes + self.bits.nbytes
 
     def append(self, X):
-        """The transpose of these rows followed by the dense block ``X``'s: the features kept as bits here whose
-        values in ``X`` are +0.0 and 1.0 stay bits, the others are values."""
-        bitwise = np.flatnonzero((self.slots < 0) & _bit_features(X))
-        valued = np.flatnonzero(~np.isin(np.arange(self.slots.size), bitwise))
-        return TransposedRows(np.concatenate([self._features(valued), X[:, valued].T], axis=1),
-                              np.concatenate([self._features(bitwise) != 0.0, X[:, bitwise].T != 0.0], axis=1),
-                              valued, bitwise)
+        """The transpose of these rows followed by the dense block ``X``'s, every feature as float64 values: a block
+        that grows row by row (the slant driver's held rows, a few thousand) stays in the caches, where bits save
+        less than it would cost to append to them."""
+        every = np.arange(self.slots.size)
+        old = self.values if self.bits.shape[0] == 0 else self._features(every)
+        return TransposedRows(np.concatenate([old, X.T], axis=1), np.zeros((0, self.n + X.shape[0]), bool), every,
+                              every[:0])
 
     def take(self, at):
         """The transpose of the rows ``at`` alone, each feature kept as it is here."""

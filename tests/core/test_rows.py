@@ -123,10 +123,9 @@ def test_transposed_rows_only_of_dense_rows_within_the_limit():
     assert transposed_rows(as_rows(_csr(X)), limit_bytes=1 << 30) is None
 
 
-def test_transposed_rows_keep_features_of_zeros_and_ones_as_bits_through_appends_and_takes():
+def test_transposed_rows_keep_features_of_zeros_and_ones_as_bits_and_appends_as_values():
     """Features whose every value is +0.0 or 1.0 take a bit a row (-0.0 keeps a feature a value: its bit could
-    not give the sign back); rows appended keep a feature bits only if theirs are 0 and 1 too; rows taken keep
-    each feature as it was."""
+    not give the sign back); rows appended make every feature a value; rows taken keep each feature as it was."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(70, 6))
     X[:, 1], X[:, 4], X[:, 5] = rng.integers(0, 2, 70), 0.0, rng.integers(0, 2, 70)
@@ -135,12 +134,14 @@ def test_transposed_rows_keep_features_of_zeros_and_ones_as_bits_through_appends
     _assert_transpose(T, X, [1, 4])
     assert T.bits.shape == (2, 12) and T.nbytes == 4 * 70 * 8 + 2 * 12
     more = rng.normal(size=(9, 6))
-    more[:, 1], more[:, 4] = 1.0, 2.0  # feature 4: a value from now on
+    more[:, 1] = 1.0
     both = np.vstack([X, more])
-    _assert_transpose(T.append(more), both, [1])
+    _assert_transpose(T.append(more), both, [])
+    _assert_transpose(T.append(more).append(more[:2]), np.vstack([both, more[:2]]), [])
     at = np.array([0, 5, 7, 70, 78])
-    _assert_transpose(T.append(more).take(at), both[at], [1])
+    _assert_transpose(T.take(at[:3]).append(more), np.vstack([X[at[:3]], more]), [])
     _assert_transpose(T.take(at[:3]), X[at[:3]], [1, 4])
+    _assert_transpose(T.append(more).take(at), both[at], [])
     _assert_transpose(TransposedRows.of(X[at[:3]]), X[at[:3]], [1, 4, 5])  # row 3's -0.0 not among them
     _assert_transpose(T.take(np.array([], np.int64)), X[:0], [1, 4])
 
