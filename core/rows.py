@@ -167,10 +167,6 @@ class TransposedRows:
         """(p, n), as the transpose's."""
         return self.slots.size, self.n
 
-    @property
-    def nbytes(self):
-        return self.values.nbytes + self.bits.nbytes
-
     def append(self, X):
         """The transpose of these rows followed by the dense block ``X``'s, every feature as float64 values: a block
         that grows row by row (the slant driver's held rows, a few thousand) stays in the caches, where bits save

@@ -132,7 +132,7 @@ def test_transposed_rows_keep_features_of_zeros_and_ones_as_bits_and_appends_as_
     X[3, 5] = -0.0
     T = TransposedRows.of(X)
     _assert_transpose(T, X, [1, 4])
-    assert T.bits.shape == (2, 12) and T.nbytes == 4 * 70 * 8 + 2 * 12
+    assert T.bits.shape == (2, 12) and T.values.nbytes + T.bits.nbytes == 4 * 70 * 8 + 2 * 12
     more = rng.normal(size=(9, 6))
     more[:, 1] = 1.0
     both = np.vstack([X, more])
