@@ -585,7 +585,7 @@ def _rows_from_transposed(K, out_rows, start, values, bits, slots, Z, code, x_sq
     dot products (``_dots_from_transposed``) written into their rows of K and made kernel values there while in
     cache (``finish_tile`` of an (h, 1) tile: the exponents and exp every other tile takes)."""
     n, w = x_sq.shape[0], Z.shape[0]
-    x_t = _Transposed(values.reshape(values.size), bits.reshape(bits.size), slots, n, bits.shape[1])
+    x_t = _Transposed(values.reshape(values.size), bits.reshape(bits.size), slots, values.shape[1], bits.shape[1])
     for lo in range(0, n, _TRANSPOSED_TILE):
         hi = min(lo + _TRANSPOSED_TILE, n)
         for j in range(0, w, 4):
@@ -602,8 +602,9 @@ def _rows_from_transposed(K, out_rows, start, values, bits, slots, Z, code, x_sq
                             z_sq[c:c + 1], gamma, coef0, degree)
 
 
-# ``_rows_from_transposed``'s X transposed for its loops: ``TransposedRows``' arrays flat, n, the bytes of a bit row
-_Transposed = collections.namedtuple("_Transposed", "values bits slots n row_bytes")
+# ``_rows_from_transposed``'s X transposed for its loops: ``TransposedRows``' arrays flat, the values' width (a
+# feature's values start at a multiple of it), the bytes of a bit row
+_Transposed = collections.namedtuple("_Transposed", "values bits slots width row_bytes")
 
 
 @numba.njit(**NJIT)
@@ -622,7 +623,7 @@ def _dots_from_transposed(rows, x_t, lo, hi, columns):
         for f in range(p):
             k = x_t.slots[f]
             if k >= 0:
-                at = k * x_t.n + i
+                at = k * x_t.width + i
                 sums = _add_feature_to_four_columns(
                     (lanes_load(values, at, 8), lanes_load(values, at + 8, 8), lanes_load(values, at + 16, 8),
                      lanes_load(values, at + 24, 8)), columns, f, sums)
@@ -641,7 +642,7 @@ def _dots_from_transposed(rows, x_t, lo, hi, columns):
             z0, z1 = lanes_splat(zero, columns[0][f]), lanes_splat(zero, columns[1][f])
             z2, z3 = lanes_splat(zero, columns[2][f]), lanes_splat(zero, columns[3][f])
             if k >= 0:
-                x = lanes_load(values, k * x_t.n + i, lanes)
+                x = lanes_load(values, k * x_t.width + i, lanes)
                 a, b, c, d = lanes_fma(x, z0, a), lanes_fma(x, z1, b), lanes_fma(x, z2, c), lanes_fma(x, z3, d)
             else:
                 at = (-1 - k) * x_t.row_bytes + i // 8
@@ -664,7 +665,7 @@ def _dots_from_transposed_one(row, x_t, lo, hi, z):
         for f in range(p):
             k, value = x_t.slots[f], lanes_splat(values, z[f])
             if k >= 0:
-                at = k * x_t.n + i
+                at = k * x_t.width + i
                 a0 = lanes_fma(lanes_load(values, at, lanes0), value, a0)
                 a1 = lanes_fma(lanes_load(values, at + 8, lanes1), value, a1)
                 a2 = lanes_fma(lanes_load(values, at + 16, lanes2), value, a2)

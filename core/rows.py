@@ -136,7 +136,8 @@ class TransposedRows:
     """A dense block's rows transposed, a row per feature, in the bytes that kernel columns read fastest: the
     features whose every value is +0.0 or 1.0 (one-hot codes, indicators) as one bit a row, the others as float64.
 
-    ``values``: (p_values, n) float64, C-contiguous; ``bits``: (p_bits, row_bytes) uint8, row_bytes whole blocks
+    ``values``: (p_values, width) float64, C-contiguous, the rows' values in its first n columns (a transpose that
+    grows keeps room past them, ``append``); ``bits``: (p_bits, row_bytes) uint8, row_bytes whole blocks
     of 32 rows (4 ceil(n / 32) bytes, zeros past n): row i's value of the k-th such feature is bit i % 8 of
     ``bits[k, i // 8]``; ``slots``: (p,) int64, feature f's row of ``values`` (slots[f] >= 0) or of ``bits``
     (-1 - slots[f]).  A column of n rows reads the rows' transpose whole: on an ijcnn1 partition (25,000 x 22,
@@ -144,10 +145,10 @@ class TransposedRows:
     products from 180 to 107 us (``bench/HISTORY.md``).  ``core.kernels`` adds a bit's column value where it
     is set (``core.simd.lanes_add_where``), to the bit what a multiply-add by 0.0 or 1.0 gives."""
 
-    def __init__(self, values, flags, valued, bitwise):
-        """From the transposed ``values`` (p_values, n) of the features ``valued`` and the bools ``flags``
-        (p_bits, n) of the features ``bitwise``."""
-        self.n = n = values.shape[1]
+    def __init__(self, values, flags, valued, bitwise, n=None):
+        """From the transposed ``values`` (p_values, width) of the features ``valued``, of which the rows' are the
+        first ``n`` columns (by default all), and the bools ``flags`` (p_bits, n) of the features ``bitwise``."""
+        self.n = n = values.shape[1] if n is None else n
         self.values = np.ascontiguousarray(values, np.float64)
         self.slots = np.empty(valued.size + bitwise.size, np.int64)
         self.slots[valued], self.slots[bitwise] = np.arange(valued.size), -1 - np.arange(bitwise.size)
@@ -168,13 +169,18 @@ class TransposedRows:
         return self.slots.size, self.n
 
     def append(self, X):
-        """The transpose of these rows followed by the dense block ``X``'s, every feature as float64 values: a block
-        that grows row by row (the slant driver's held rows, a few thousand) stays in the caches, where bits save
-        less than it would cost to append to them."""
-        every = np.arange(self.slots.size)
-        old = self.values if self.bits.shape[0] == 0 else self._features(every)
-        return TransposedRows(np.concatenate([old, X.T], axis=1), np.zeros((0, self.n + X.shape[0]), bool), every,
-                              every[:0])
+        """Append the dense block ``X``'s rows, in place.  A transpose appended to keeps every feature as float64
+        values, with room past its rows for as many again: a block that grows a few rows at a time (the slant
+        driver's held rows, a few thousand) stays in the caches, where bits save less than appending to them would
+        cost, and a copy of the whole transpose at every append took 2% of the slant path's time on ijcnn1."""
+        n = self.n + X.shape[0]
+        if self.bits.shape[0] or n > self.values.shape[1]:
+            every = np.arange(self.slots.size)
+            values = np.empty((every.size, 2 * n))
+            values[:, :self.n] = self._features(every)
+            self.values, self.slots = values, every
+        self.values[:, self.n:n] = X.T
+        self.n, self.bits = n, np.zeros((0, 4 * -(-n // 32)), np.uint8)
 
     def take(self, at):
         """The transpose of the rows ``at`` alone, each feature kept as it is here."""
@@ -185,7 +191,7 @@ class TransposedRows:
         """The rows' values of ``features``, (len(features), n) float64: the transpose's rows."""
         slots = self.slots[features]
         out = np.empty((features.size, self.n))
-        out[slots >= 0] = self.values[slots[slots >= 0]]
+        out[slots >= 0] = self.values[slots[slots >= 0], :self.n]
         out[slots < 0] = np.unpackbits(self.bits[-1 - slots[slots < 0]], axis=1, count=self.n, bitorder="little")
         return out
 

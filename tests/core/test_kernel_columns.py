@@ -58,10 +58,14 @@ def test_dense_rows_kept_transposed_give_a_column_the_same_bits_however_its_rows
     grown = KernelColumns(X, KERNEL, limit_bytes=1 << 20)
     assert grown.rows_t.shape == (6, 40) and list(grown.rows_t.slots < 0) == [True, False, True, False, False, False]
     _column(grown, 5, z)
-    grown.add_rows(more)
+    grown.add_rows(more[:1_000])
+    grown.add_rows(more[1_000:])  # into the room past the rows, of the block and of its transpose
     assert grown.rows_t.shape == (6, 1_140) and not np.any(grown.rows_t.slots < 0)  # a store that grows: values
+    assert grown.rows_t.values.shape[1] > 1_140
     whole = KernelColumns(np.vstack([X, more]), KERNEL, limit_bytes=1 << 20)
+    np.testing.assert_array_equal(grown.rows, np.vstack([X, more]))
     np.testing.assert_array_equal(_column(grown, 5, z), _column(whole, 5, z))
+    np.testing.assert_array_equal(_column(grown, 9, X[[9]]), _column(whole, 9, X[[9]]))  # a column after them
     keep = np.arange(1_140) % 4 != 1
     grown.keep_rows(keep)
     np.testing.assert_array_equal(_column(grown, 7, X[[7]]), _column(KernelColumns(np.vstack([X, more])[keep], KERNEL,

@@ -110,10 +110,10 @@ def _assert_transpose(T, X, bit_features):
     bitwise = np.isin(np.arange(X.shape[1]), bit_features)
     assert T.shape == X.T.shape
     assert_array_equal(T.slots < 0, bitwise)
-    assert_array_equal(T.values[T.slots[~bitwise]], X.T[~bitwise])
-    assert T.values.flags.c_contiguous and T.values.dtype == np.float64
+    assert_array_equal(T.values[T.slots[~bitwise], :T.n], X.T[~bitwise])
+    assert T.values.flags.c_contiguous and T.values.dtype == np.float64 and T.values.shape[1] >= T.n
     assert_array_equal(T.bits[-1 - T.slots[bitwise]], _bits_of(X.T[bitwise] == 1.0))
-    assert np.signbit(T.values).sum() == np.signbit(X.T[~bitwise]).sum()
+    assert np.signbit(T.values[:, :T.n]).sum() == np.signbit(X.T[~bitwise]).sum()
 
 
 def test_transposed_rows_only_of_dense_rows_within_the_limit():
@@ -125,7 +125,8 @@ def test_transposed_rows_only_of_dense_rows_within_the_limit():
 
 def test_transposed_rows_keep_features_of_zeros_and_ones_as_bits_and_appends_as_values():
     """Features whose every value is +0.0 or 1.0 take a bit a row (-0.0 keeps a feature a value: its bit could
-    not give the sign back); rows appended make every feature a value; rows taken keep each feature as it was."""
+    not give the sign back); rows appended make every feature a value, in place, with room for as many rows
+    again; rows taken keep each feature as it was."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(70, 6))
     X[:, 1], X[:, 4], X[:, 5] = rng.integers(0, 2, 70), 0.0, rng.integers(0, 2, 70)
@@ -133,17 +134,27 @@ def test_transposed_rows_keep_features_of_zeros_and_ones_as_bits_and_appends_as_
     T = TransposedRows.of(X)
     _assert_transpose(T, X, [1, 4])
     assert T.bits.shape == (2, 12) and T.values.nbytes + T.bits.nbytes == 4 * 70 * 8 + 2 * 12
-    more = rng.normal(size=(9, 6))
+    more, at = rng.normal(size=(9, 6)), np.array([0, 5, 7, 70, 78])
     more[:, 1] = 1.0
-    both = np.vstack([X, more])
-    _assert_transpose(T.append(more), both, [])
-    _assert_transpose(T.append(more).append(more[:2]), np.vstack([both, more[:2]]), [])
-    at = np.array([0, 5, 7, 70, 78])
-    _assert_transpose(T.take(at[:3]).append(more), np.vstack([X[at[:3]], more]), [])
-    _assert_transpose(T.take(at[:3]), X[at[:3]], [1, 4])
-    _assert_transpose(T.append(more).take(at), both[at], [])
-    _assert_transpose(TransposedRows.of(X[at[:3]]), X[at[:3]], [1, 4, 5])  # row 3's -0.0 not among them
+    taken = T.take(at[:3])
+    _assert_transpose(taken, X[at[:3]], [1, 4])
+    taken.append(more)
+    _assert_transpose(taken, np.vstack([X[at[:3]], more]), [])
     _assert_transpose(T.take(np.array([], np.int64)), X[:0], [1, 4])
+    T.append(more)
+    both = np.vstack([X, more])
+    _assert_transpose(T, both, [])
+    assert T.values.shape[1] == 2 * 79
+    _assert_transpose(T.take(at), both[at], [])
+    values = T.values
+    T.append(more[:2])  # into the room past the rows
+    assert T.values is values
+    _assert_transpose(T, np.vstack([both, more[:2]]), [])
+    many = rng.normal(size=(80, 6))
+    T.append(many)  # beyond it: twice the rows' room
+    assert T.values.shape[1] == 2 * 161
+    _assert_transpose(T, np.vstack([both, more[:2], many]), [])
+    _assert_transpose(TransposedRows.of(X[at[:3]]), X[at[:3]], [1, 4, 5])  # row 3's -0.0 not among them
 
 
 def test_stack_rows():
