@@ -82,7 +82,7 @@ import numpy as np
 from core.config import NJIT
 from core.kernel_columns import KernelColumns
 from core.model import KernelExpansion
-from core.partition.common import content_key, ranks_before
+from core.partition.common import content_key, ranks_before, unique_inverse
 from core.partition.slant import COLUMN_BYTES, NEG, POS, add_steps, slant_round, stepped_response
 from core.progress import Progress
 from core.rows import stack_rows, take_rows
@@ -614,7 +614,7 @@ def _commit(held, path, steps, responses, answers, eta):
 
 def _step_request(held, steps, claims):
     """The steps for the partitions: each stepped example once, the order of the steps, and the claims."""
-    unique, order = np.unique(np.asarray(steps, np.int64), return_inverse=True)
+    unique, order = unique_inverse(steps)
     return {"step_ids": held.ids[unique], "step_rows": take_rows(held.rows, unique), "step_y": held.y[unique],
             "step_order": order.astype(np.int64), "claim_value": np.array([value for value, _ in claims]),
             "claim_key": np.array([key for _, (key, _) in claims], np.uint64),

@@ -40,7 +40,7 @@ import numpy as np
 from core.config import NJIT
 from core.kernel_columns import KernelColumns
 from core.kernels import KernelSpec, kernel_block, rbf_times_bounded
-from core.partition.common import kernel_times, locate, ranks_before, top_k
+from core.partition.common import kernel_times, locate, ranks_before, top_k, unique_inverse
 from core.partition.validation import validation_sums_per_step
 from core.rows import n_rows, take_rows
 
@@ -311,7 +311,7 @@ def _speculation(data, state, request):
                            "responses": c, "responses_at": min(refuted, order.size)}  # c's state
     found = best >= 0
     top = np.where(found, best, 0)
-    picked, best_row = np.unique(top[found], return_inverse=True)
+    picked, best_row = unique_inverse(top[found])
     answer = {"refuted": refuted, "best_ids": np.where(found, data.ids[top], -1),
               "best_keys": np.where(found, data.keys[top], 0), "best_h": state["h"][top], "best_c": best_c,
               "best_row": np.full(shape, -1, np.int64), "best_rows": take_rows(data.rows, picked),
