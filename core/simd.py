@@ -16,6 +16,13 @@ float64, or sixteen of float32, the dtype of the array they come from.  The oper
     lanes_add_where(bits, i, z, acc)  z + acc in the lanes whose bit of the byte bits[i] is set (lane l: bit l),
                                       acc in the others (float64 lanes): lanes_fma(x, z, acc) for lanes x of
                                       0.0 and 1.0, to the bit, from one bit a lane instead of eight bytes
+    lanes_add(a, b), lanes_sub(a, b), lanes_mul(a, b)
+                                      a + b, a - b, a b in each lane, rounded once: numba's scalar arithmetic
+    lanes_not_below(a, b)             the lanes where not a < b (a >= b, or either is NaN), as the bits of an
+                                      int (lane l: bit l), for a loop to visit those lanes alone
+    lanes_positive(a)                 the lanes where a > 0, as the bits of an int
+    flags_set(flags, start, count)    the nonzero ones of the bools flags[start:start + count] (count <= 8), as
+                                      the bits of an int: the float64 lanes' mask of a bool array
 
 and, beside them, ``prefetch(a, start)``: a hint that a[start] will be read soon (LLVM's llvm.prefetch), which
 changes no value.
@@ -204,6 +211,78 @@ def lanes_add_where(typingctx, bits, index, z, acc):
         return builder.select(mask, builder.fadd(args[3], args[2]), args[3])
 
     return acc(bits, index, z, acc), codegen
+
+
+def _arithmetic(operation):
+    """An intrinsic of two vectors of the same lanes: the LLVM instruction ``operation`` (``fadd``, ``fsub``,
+    ``fmul``) lane by lane, with no fast-math flags (IEEE rounding, as numba's scalar operators)."""
+
+    def typer(typingctx, a, b):
+        if not (isinstance(a, Lanes) and a == b):
+            return None
+
+        def codegen(context, builder, signature, args):
+            return getattr(builder, operation)(args[0], args[1])
+
+        return a(a, b), codegen
+
+    return intrinsic(typer)
+
+
+lanes_add = _arithmetic("fadd")
+lanes_sub = _arithmetic("fsub")
+lanes_mul = _arithmetic("fmul")
+
+
+def _lane_bits(builder, mask, count):
+    """The i1 vector ``mask`` of ``count`` lanes as the low bits of an int64 (lane l: bit l)."""
+    return builder.zext(builder.bitcast(mask, ir.IntType(count)), ir.IntType(64))
+
+
+@intrinsic
+def lanes_not_below(typingctx, a, b):
+    """The lanes where not a < b (a >= b, or a or b NaN) as the bits of an int64, lane l at bit l."""
+    if not (isinstance(a, Lanes) and a == b):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return _lane_bits(builder, builder.fcmp_unordered(">=", args[0], args[1]), a.count)
+
+    return types.int64(a, b), codegen
+
+
+@intrinsic
+def lanes_positive(typingctx, a):
+    """The lanes where a > 0 (not NaN) as the bits of an int64, lane l at bit l."""
+    if not isinstance(a, Lanes):
+        return None
+
+    def codegen(context, builder, signature, args):
+        zero = ir.Constant(_vector(a), [0.0] * a.count)
+        return _lane_bits(builder, builder.fcmp_ordered(">", args[0], zero), a.count)
+
+    return types.int64(a), codegen
+
+
+@intrinsic
+def flags_set(typingctx, flags, start, count):
+    """The nonzero ones of ``flags[start:start + count]`` (a 1-d bool array, count <= 8) as the bits of an int64,
+    flag start + l at bit l; the bytes past count are not read."""
+    if not (isinstance(flags, types.Array) and flags.ndim == 1 and flags.dtype == types.boolean):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        vector = ir.VectorType(ir.IntType(8), 8)
+        address = builder.bitcast(builder.gep(data, [args[1]]), vector.as_pointer())
+        index_type = ir.VectorType(ir.IntType(64), 8)
+        mask = builder.icmp_unsigned("<", ir.Constant(index_type, list(range(8))), _splat(builder, index_type, args[2]))
+        load = _intrinsic_function(builder, "llvm.masked.load.v8i8.p0v8i8", vector,
+                                   [vector.as_pointer(), ir.IntType(32), ir.VectorType(ir.IntType(1), 8), vector])
+        loaded = builder.call(load, [address, ir.Constant(ir.IntType(32), 1), mask, ir.Constant(vector, [0] * 8)])
+        return _lane_bits(builder, builder.icmp_unsigned("!=", loaded, ir.Constant(vector, [0] * 8)), 8)
+
+    return types.int64(flags, types.intp, types.intp), codegen
 
 
 @intrinsic
