@@ -139,7 +139,7 @@ class KernelColumns:
     def _free_column(self):
         """A row of ``K`` for a new column: a free one, else the least recently used, else (every one used
         this round) one of twice as many."""
-        column = int(np.argmin(self.used))
+        column = int(self.used.argmin())
         if self.used[column] < self.round:  # free ones were never used
             return column
         size = self.K.shape[0]

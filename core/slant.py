@@ -404,20 +404,18 @@ class _Held:
         best at; the runner-ups at ``state`` become the bound."""
         self.bound, self.bound_rank = np.full(2, -np.inf), [_LAST] * 2
         rows, new, since = [], {"ids": [], "keys": [], "y": [], "h": [], "c": []}, []
-        states = np.arange(state, -1, -1)
         for a in answers:
             for slot in (NEG, POS):
                 self._raise_bound(slot, a["runner_up_value"][state, slot],
                                   (int(a["runner_up_key"][state, slot]), int(a["runner_up_id"][state, slot])))
-                t = states[a["best_ids"][states, slot] >= 0]
-                t = t[_first_of_each(a["best_ids"][t, slot].tolist())]  # the last state each was best
-                for key, value in (("ids", a["best_ids"]), ("keys", a["best_keys"]), ("h", a["best_h"]),
-                                   ("c", a["best_c"])):
-                    new[key].append(value[t, slot])
-                new["y"].append(np.full(t.size, 1.0 if slot == POS else -1.0))
-                rows.append(take_rows(a["best_rows"], a["best_row"][t, slot]))
-                since.append(t)
-        since = np.concatenate(since)
+            t, slot = _last_best(a["best_ids"][:state + 1].tolist())
+            for key, value in (("ids", a["best_ids"]), ("keys", a["best_keys"]), ("h", a["best_h"]),
+                               ("c", a["best_c"])):
+                new[key].append(value[t, slot])
+            new["y"].append(2.0 * np.array(slot, np.float64) - 1.0)  # NEG, POS = 0, 1
+            rows.append(take_rows(a["best_rows"], a["best_row"][t, slot]))
+            since.extend(t)
+        since = np.array(since, np.int64)
         if not since.size:
             return
         old = self.ids.size
@@ -452,15 +450,21 @@ class _Held:
         return float(max(self.bound.max(), -np.inf if k is None else self.h[k] - self.c[k]))
 
 
-def _first_of_each(values):
-    """Positions of the first occurrence of each value in the list ``values``, in order (a few values: what
-    ``np.unique`` with ``return_index`` gives, sorted, in a tenth of the time)."""
-    seen, first = set(), []
-    for j, value in enumerate(values):
-        if value not in seen:
-            seen.add(value)
-            first.append(j)
-    return first
+def _last_best(best_ids):
+    """The (state, slot) pairs at which each example of ``best_ids`` (a list over the states of [NEG id, POS id],
+    -1 for none) was last its class's best, as two lists: the slots in turn, the states from the last one down,
+    which index a partition's answer for both slots at once (a partition's answer of 13 states gathered in 12.8
+    against 16.1 us a slot at a time)."""
+    states, slots = [], []
+    for slot in (NEG, POS):
+        seen = set()
+        for t in range(len(best_ids) - 1, -1, -1):
+            example = best_ids[t][slot]
+            if example >= 0 and example not in seen:
+                seen.add(example)
+                states.append(t)
+                slots.append(slot)
+    return states, slots
 
 
 def _positions(ranked):
