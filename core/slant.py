@@ -618,7 +618,7 @@ def _commit(held, path, steps, responses, answers, eta):
 
 def _step_request(held, steps, claims):
     """The steps for the partitions: each stepped example once, the order of the steps, and the claims."""
-    unique, order = unique_inverse(steps)
+    unique, order = unique_inverse(np.asarray(steps, np.int64))
     return {"step_ids": held.ids[unique], "step_rows": take_rows(held.rows, unique), "step_y": held.y[unique],
             "step_order": order.astype(np.int64), "claim_value": np.array([value for value, _ in claims]),
             "claim_key": np.array([key for _, (key, _) in claims], np.uint64),

@@ -51,15 +51,11 @@ def top_k(values, mask, k, largest, ties):
                        bool(largest), np.asarray(keys, dtype=np.uint64), np.asarray(ids, dtype=np.int64))
 
 
+@numba.njit(**NJIT)
 def unique_inverse(values):
-    """``np.unique(values, return_inverse=True)`` for a 1-d integer array: its sorted distinct values, and each
+    """``np.unique(values, return_inverse=True)`` for a 1-d int64 array: its sorted distinct values, and each
     value's position among them.  For the few dozen values of a slant round's answer, np.unique's Python took
     about 45 us a call inside a path (885 calls, 4% of ijcnn1's), where this takes a microsecond or two."""
-    return _unique_inverse(np.asarray(values, np.int64))
-
-
-@numba.njit(**NJIT)
-def _unique_inverse(values):
     order = np.argsort(values, kind="mergesort")
     distinct, inverse = np.empty(values.size, np.int64), np.empty(values.size, np.int64)
     k = -1

@@ -333,18 +333,37 @@ def _speculation(data, state, request):
     state["speculated"] = {"at": at[order], "K_val": K_val, "order": order, "scale": scale,
                            "step_ids": request["step_ids"], "best": best,
                            "responses": c, "responses_at": min(refuted, order.size)}  # c's state
-    found = best >= 0
-    top = np.where(found, best, 0)
-    picked, best_row = unique_inverse(top[found])
-    answer = {"refuted": refuted, "best_ids": np.where(found, data.ids[top], -1),
-              "best_keys": np.where(found, data.keys[top], 0), "best_h": state["h"][top], "best_c": best_c,
-              "best_row": np.full(shape, -1, np.int64), "best_rows": take_rows(data.rows, picked),
-              "runner_up_value": runner_up_v,
-              "runner_up_key": np.where(runner_up >= 0, data.keys[np.maximum(runner_up, 0)], 0),
-              "runner_up_id": np.where(runner_up >= 0, data.ids[np.maximum(runner_up, 0)], -1)}
-    answer["best_row"][found] = best_row
+    picked, best_ids, best_keys, best_h, best_row, runner_up_key, runner_up_id = _named(best, runner_up, data.ids,
+                                                                                          data.keys, state["h"])
+    answer = {"refuted": refuted, "best_ids": best_ids, "best_keys": best_keys, "best_h": best_h, "best_c": best_c,
+              "best_row": best_row, "best_rows": take_rows(data.rows, picked), "runner_up_value": runner_up_v,
+              "runner_up_key": runner_up_key, "runner_up_id": runner_up_id}
     answer.update(validation_sums_per_step(data, val_f, K_val, order, scale))
     return answer
+
+
+@numba.njit(**NJIT)
+def _named(best, runner_up, ids, keys, h):
+    """The speculation's best and runner-up entries (positions, -1 for none) as the answer names them: the best
+    ones' positions, each once and sorted (``picked``, whose rows the answer carries), and per state and slot
+    their ids, content keys, h and row of ``picked`` (-1, 0, 0.0 and -1 where there is none), the runner-ups' keys
+    and ids (0 and -1).  One call for a dozen numpy operations: 3.0 against 9.9 us for 14 states, alone."""
+    flat = best.ravel()
+    found = np.flatnonzero(flat >= 0)
+    picked, inverse = unique_inverse(flat[found])
+    best_ids, best_keys = np.full(best.shape, -1, np.int64), np.zeros(best.shape, np.uint64)
+    best_h, best_row = np.zeros(best.shape), np.full(best.shape, -1, np.int64)
+    for j in range(found.size):
+        t, slot = divmod(found[j], best.shape[1])
+        i = flat[found[j]]
+        best_ids[t, slot], best_keys[t, slot], best_h[t, slot], best_row[t, slot] = ids[i], keys[i], h[i], inverse[j]
+    runner_up_key, runner_up_id = np.zeros(best.shape, np.uint64), np.full(best.shape, -1, np.int64)
+    for t in range(best.shape[0]):
+        for slot in range(best.shape[1]):
+            r = runner_up[t, slot]
+            if r >= 0:
+                runner_up_key[t, slot], runner_up_id[t, slot] = keys[r], ids[r]
+    return picked, best_ids, best_keys, best_h, best_row, runner_up_key, runner_up_id
 
 
 def _next_columns(order, at, applied, step_ids, columns):
