@@ -145,10 +145,10 @@ class TransposedRows:
     products from 180 to 107 us (``bench/HISTORY.md``).  ``core.kernels`` adds a bit's column value where it
     is set (``core.simd.lanes_add_where``), to the bit what a multiply-add by 0.0 or 1.0 gives."""
 
-    def __init__(self, values, flags, valued, bitwise, n=None):
-        """From the transposed ``values`` (p_values, width) of the features ``valued``, of which the rows' are the
-        first ``n`` columns (by default all), and the bools ``flags`` (p_bits, n) of the features ``bitwise``."""
-        self.n = n = values.shape[1] if n is None else n
+    def __init__(self, values, flags, valued, bitwise):
+        """From the transposed ``values`` (p_values, n) of the features ``valued`` and the bools ``flags``
+        (p_bits, n) of the features ``bitwise``."""
+        self.n = n = values.shape[1]
         self.values = np.ascontiguousarray(values, np.float64)
         self.slots = np.empty(valued.size + bitwise.size, np.int64)
         self.slots[valued], self.slots[bitwise] = np.arange(valued.size), -1 - np.arange(bitwise.size)
