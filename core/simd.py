@@ -16,8 +16,9 @@ float64, or sixteen of float32, the dtype of the array they come from.  The oper
     lanes_add_where(bits, i, z, acc)  z + acc in the lanes whose bit of the byte bits[i] is set (lane l: bit l),
                                       acc in the others (float64 lanes): lanes_fma(x, z, acc) for lanes x of
                                       0.0 and 1.0, to the bit, from one bit a lane instead of eight bytes
-    lanes_add(a, b), lanes_sub(a, b), lanes_mul(a, b)
-                                      a + b, a - b, a b in each lane, rounded once: numba's scalar arithmetic
+    a + b, a - b, a * b               lane by lane for two vectors of the same lanes, each rounded once, as
+                                      numba's scalar operators round: a function written for floats (the
+                                      slant path's ``stepped_response``) takes vectors and gives the same bits
     lanes_not_below(a, b)             the lanes where not a < b (a >= b, or either is NaN), as the bits of an
                                       int (lane l: bit l), for a loop to visit those lanes alone
     lanes_positive(a)                 the lanes where a > 0, as the bits of an int
@@ -33,9 +34,11 @@ within them).  Loads and stores of fewer lanes than a vector holds are masked, s
 touch no memory.
 """
 
+import operator
+
 from llvmlite import ir
 from numba.core import cgutils, types
-from numba.extending import intrinsic, models, register_model
+from numba.extending import intrinsic, models, overload, register_model
 
 
 class Lanes(types.Type):
@@ -213,25 +216,29 @@ def lanes_add_where(typingctx, bits, index, z, acc):
     return acc(bits, index, z, acc), codegen
 
 
-def _arithmetic(operation):
-    """An intrinsic of two vectors of the same lanes: the LLVM instruction ``operation`` (``fadd``, ``fsub``,
-    ``fmul``) lane by lane, with no fast-math flags (IEEE rounding, as numba's scalar operators)."""
+def _arithmetic(operator_, instruction):
+    """``operator_`` (+, -, *) on two vectors of the same lanes: the LLVM instruction ``instruction`` (``fadd``,
+    ``fsub``, ``fmul``) lane by lane, with no fast-math flags (IEEE rounding, as numba's scalar operators)."""
 
-    def typer(typingctx, a, b):
+    @intrinsic
+    def lanewise(typingctx, a, b):
         if not (isinstance(a, Lanes) and a == b):
             return None
 
         def codegen(context, builder, signature, args):
-            return getattr(builder, operation)(args[0], args[1])
+            return getattr(builder, instruction)(args[0], args[1])
 
         return a(a, b), codegen
 
-    return intrinsic(typer)
+    @overload(operator_)
+    def vectors(a, b):
+        if isinstance(a, Lanes) and a == b:
+            return lambda a, b: lanewise(a, b)
+        return None
 
 
-lanes_add = _arithmetic("fadd")
-lanes_sub = _arithmetic("fsub")
-lanes_mul = _arithmetic("fmul")
+for _operator, _instruction in ((operator.add, "fadd"), (operator.sub, "fsub"), (operator.mul, "fmul")):
+    _arithmetic(_operator, _instruction)
 
 
 def _lane_bits(builder, mask, count):

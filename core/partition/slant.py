@@ -43,8 +43,7 @@ from core.kernels import KernelSpec, kernel_block, rbf_times_bounded
 from core.partition.common import kernel_times, locate, ranks_before, top_k, unique_inverse
 from core.partition.validation import validation_sums_per_step
 from core.rows import n_rows, take_rows
-from core.simd import (flags_set, lanes_add, lanes_load, lanes_mul, lanes_not_below, lanes_positive, lanes_splat,
-                       lanes_store, lanes_sub)
+from core.simd import flags_set, lanes_load, lanes_not_below, lanes_positive, lanes_splat, lanes_store
 
 NEG, POS = 0, 1  # class slots of the per-class answers (y = -1, y = +1)
 # kernel columns a speculation computes at a time, with the states that need them: few past the first refuted
@@ -76,7 +75,8 @@ _EVERY_STEP = np.zeros(0, np.int64)  # ``_add_steps``' ``first`` when every entr
 def stepped_response(c, scale, y, k):
     """A response c~_i after a step of ``scale`` = eta y_k on an example with kernel value k = K(x_i, x_k):
     c~_i + eta y_k y_i K(x_i, x_k), in the one order of operations every step takes (inlined into the loops that
-    call it, which then vectorise as before)."""
+    call it, which then vectorise as before; ``_check_states`` passes ``core.simd`` vectors of eight, whose
+    operators round as the scalars')."""
     return c + (scale * y) * k
 
 
@@ -126,11 +126,10 @@ def _check_states(h, c, y, open_, keys, ids, K, rows, scale, applied, first, las
         for i in range(0, n, 8):
             count = min(8, n - i)
             responses, labels = lanes_load(c, i, count), lanes_load(y, i, count)
-            if stepping:  # stepped_response, lane by lane
-                responses = lanes_add(responses, lanes_mul(lanes_mul(lanes_splat(responses, s), labels),
-                                                           lanes_load(values, i, count)))
+            if stepping:
+                responses = stepped_response(responses, lanes_splat(responses, s), labels, lanes_load(values, i, count))
                 lanes_store(c, i, count, responses)
-            violations = lanes_sub(lanes_load(h, i, count), responses)
+            violations = lanes_load(h, i, count) - responses
             positive = lanes_positive(labels)
             candidates = flags_set(open_, i, count) & (  # no lane past count: flags_set leaves their bits 0
                 (lanes_not_below(violations, lanes_splat(violations, runner_up_v[t, POS])) & positive)

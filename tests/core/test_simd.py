@@ -5,17 +5,16 @@ import numba
 import numpy as np
 import pytest
 
-from core.simd import (flags_set, lanes_add, lanes_load, lanes_mul, lanes_not_below, lanes_positive, lanes_splat,
-                       lanes_store, lanes_sub)
+from core.simd import flags_set, lanes_load, lanes_not_below, lanes_positive, lanes_splat, lanes_store
 
 
 @numba.njit
 def _arithmetic(a, b, count, out):
     x, z = lanes_load(a, 0, count), lanes_load(b, 0, count)
-    lanes_store(out[0], 0, count, lanes_add(x, z))
-    lanes_store(out[1], 0, count, lanes_sub(x, z))
-    lanes_store(out[2], 0, count, lanes_mul(x, z))
-    lanes_store(out[3], 0, count, lanes_add(x, lanes_mul(lanes_mul(lanes_splat(x, 0.5), z), x)))
+    lanes_store(out[0], 0, count, x + z)
+    lanes_store(out[1], 0, count, x - z)
+    lanes_store(out[2], 0, count, x * z)
+    lanes_store(out[3], 0, count, x + (lanes_splat(x, 0.5) * z) * x)
 
 
 @numba.njit
