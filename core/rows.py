@@ -152,7 +152,7 @@ class TransposedRows:
         self.values = np.ascontiguousarray(values, np.float64)
         self.slots = np.empty(valued.size + bitwise.size, np.int64)
         self.slots[valued], self.slots[bitwise] = np.arange(valued.size), -1 - np.arange(bitwise.size)
-        self.bits = np.zeros((bitwise.size, 4 * -(-n // 32)), np.uint8)
+        self.bits = np.zeros((bitwise.size, _bit_row_bytes(n)), np.uint8)
         packed = np.packbits(flags, axis=1, bitorder="little")
         self.bits[:, :packed.shape[1]] = packed
 
@@ -180,7 +180,7 @@ class TransposedRows:
             values[:, :self.n] = self._features(every)
             self.values, self.slots = values, every
         self.values[:, self.n:n] = X.T
-        self.n, self.bits = n, np.zeros((0, 4 * -(-n // 32)), np.uint8)
+        self.n, self.bits = n, np.zeros((0, _bit_row_bytes(n)), np.uint8)
 
     def take(self, at):
         """The transpose of the rows ``at`` alone, each feature kept as it is here."""
@@ -194,6 +194,11 @@ class TransposedRows:
         out[slots >= 0] = self.values[slots[slots >= 0], :self.n]
         out[slots < 0] = np.unpackbits(self.bits[-1 - slots[slots < 0]], axis=1, count=self.n, bitorder="little")
         return out
+
+
+def _bit_row_bytes(n):
+    """The bytes of a bit row of ``TransposedRows`` over n rows: whole blocks of 32 rows, four bytes each."""
+    return 4 * -(-n // 32)
 
 
 def _bit_features(X):
