@@ -13,6 +13,10 @@ alternating (Spark, local, Spark, local, ... with ``--repeats``; medians).  Prin
                 barrier stages of their own over the same cached DataFrame: the median of
                 ``BLOCK_STAGES`` (Spark only)
     MB/s        that task's block size over that time
+    MB/s after  the same, from the bare stages after the case's fits (``bare s``): the slowest task's block in
+                the median stage.  The JVM's conversion of the cached rows into Arrow warms over a session's
+                first stages (ijcnn1's slowest task: ~80-100 ms in the first few stages after the frame was
+                cached, ~35-45 ms after some 20 stages; ``HISTORY.md``), so this is a session's steady state
     first       seconds of the first round (Spark: tasks' start, their blocks, numba's loading)
     rounds      rounds of the fit (the same on both engines)
     rounds s    seconds from the end of the first round to the model: the other rounds and the solver's work
@@ -84,8 +88,9 @@ from core.synthetic import FOREST_ROWS, make_forest_like
 
 PARTITIONS = 2
 BLOCK_STAGES = 3  # barrier stages that time the tasks' blocks per data set (one varied by up to 2x)
-HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "first s", "rounds", "rounds s", "end s", "fit s", "cpu s",
-          "tree cpu s", "per round ms", "skew ms", "wire ms", "work ms", "ratio", "bare s", "floor", "checks s", "same"]
+HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "MB/s after", "first s", "rounds", "rounds s", "end s",
+          "fit s", "cpu s", "tree cpu s", "per round ms", "skew ms", "wire ms", "work ms", "ratio", "bare s", "floor",
+          "checks s", "same"]
 
 
 def _ijcnn1():
@@ -236,6 +241,12 @@ def _block_timings(frame, n_features, dense):
     return [_as_dict(r) for r in run_barrier_stage(frame, make_task, row_bytes(n_features), schema)]
 
 
+def _median_slowest(stages):
+    """Of ``_block_timings``' stages, the slowest task's timing in the stage whose slowest task is the median."""
+    slowest = sorted((max(tasks, key=lambda b: b["seconds"]) for tasks in stages), key=lambda b: b["seconds"])
+    return slowest[len(slowest) // 2]
+
+
 def _as_dict(row):
     """An output row of ``run_barrier_stage`` (a dict, or a pyspark ``Row``) as a dict."""
     return row if isinstance(row, dict) else row.asDict()
@@ -319,9 +330,8 @@ def main():
             frame = _spark_frame(spark, X, y, frames.name)
             dense = dense_enough(np.count_nonzero(X), *X.shape)
             _block_timings(frame, X.shape[1], dense)  # the first conversion in these workers loads pyarrow's code
-            stages = [max(_block_timings(frame, X.shape[1], dense), key=lambda b: b["seconds"])
-                      for _ in range(BLOCK_STAGES)]
-            loaded[data] = (X, y, frame, sorted(stages, key=lambda b: b["seconds"])[BLOCK_STAGES // 2], dense)
+            slowest = _median_slowest(_block_timings(frame, X.shape[1], dense) for _ in range(BLOCK_STAGES))
+            loaded[data] = (X, y, frame, slowest, dense)
         X, y, frame, slowest, dense = loaded[data]
         # the same rows as the tasks' blocks: CSR when they are (LocalEngine makes it dense where the tasks do)
         X_local = sp.csr_matrix(X) if slowest["sparse"] else X
@@ -330,8 +340,9 @@ def main():
         for _ in range(args.repeats):
             runs["spark"].append(_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, extra, checks))
             runs["local"].append(_fit(lambda: LocalEngine(X_local, y, n_partitions=PARTITIONS), fit, extra))
-        bare_s = statistics.median(timed(lambda: _block_timings(frame, X.shape[1], dense))[1]
-                                   for _ in range(BLOCK_STAGES))
+        bare = [timed(lambda: _block_timings(frame, X.shape[1], dense)) for _ in range(BLOCK_STAGES)]
+        bare_s = statistics.median(seconds for _, seconds, _ in bare)
+        warm = _median_slowest(tasks for tasks, _, _ in bare)
         med = {k: {q: statistics.median(r[q] for r in v)
                    for q in ("fit", "cpu", "tree_cpu", "first", "start", "later", "end", "skew", "wire", "work",
                              "checks")}
@@ -341,7 +352,9 @@ def main():
         per_round = 1e3 * (med["spark"]["later"] - med["local"]["later"]) / max(spark_run["rounds"] - 1, 1)
         for engine in ("spark", "local"):
             rows.append([name, engine, med[engine]["start"], block_s if engine == "spark" else "-",
-                         mb_s if engine == "spark" else "-", med[engine]["first"], runs[engine][-1]["rounds"],
+                         mb_s if engine == "spark" else "-",
+                         warm["bytes"] / 1e6 / max(warm["seconds"], 1e-9) if engine == "spark" else "-",
+                         med[engine]["first"], runs[engine][-1]["rounds"],
                          med[engine]["later"], med[engine]["end"], med[engine]["fit"], med[engine]["cpu"],
                          med[engine]["tree_cpu"],
                          per_round if engine == "spark" else "-",
