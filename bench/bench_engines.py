@@ -13,8 +13,8 @@ alternating (Spark, local, Spark, local, ... with ``--repeats``; medians).  Prin
                 barrier stages of their own over the same cached DataFrame: the median of
                 ``BLOCK_STAGES`` (Spark only)
     MB/s        that task's block size over that time
-    MB/s after  the same, from the bare stages after the case's fits (``bare s``): the slowest task's block in
-                the median stage.  The JVM's conversion of the cached rows into Arrow warms over a session's
+    MB/s after  the same, from the bare stages after the case's fits (``bare s``): the slowest task's block, the
+                median of ``BLOCK_STAGES``.  The JVM's conversion of the cached rows into Arrow warms over a session's
                 first stages (ijcnn1's slowest task: ~80-100 ms in the first few stages after the frame was
                 cached, ~35-45 ms after some 20 stages; ``HISTORY.md``), so this is a session's steady state
     first       seconds of the first round (Spark: tasks' start, their blocks, numba's loading)
@@ -247,6 +247,11 @@ def _median_slowest(stages):
     return slowest[len(slowest) // 2]
 
 
+def _megabytes_a_second(block):
+    """A task's block rate, in MB/s, from its ``_block_timings`` entry."""
+    return block["bytes"] / 1e6 / max(block["seconds"], 1e-9)
+
+
 def _as_dict(row):
     """An output row of ``run_barrier_stage`` (a dict, or a pyspark ``Row``) as a dict."""
     return row if isinstance(row, dict) else row.asDict()
@@ -348,12 +353,12 @@ def main():
                              "checks")}
                for k, v in runs.items()}
         spark_run, local_run = runs["spark"][-1], runs["local"][-1]
-        block_s, mb_s = slowest["seconds"], slowest["bytes"] / 1e6 / max(slowest["seconds"], 1e-9)
+        block_s = slowest["seconds"]
         per_round = 1e3 * (med["spark"]["later"] - med["local"]["later"]) / max(spark_run["rounds"] - 1, 1)
         for engine in ("spark", "local"):
             rows.append([name, engine, med[engine]["start"], block_s if engine == "spark" else "-",
-                         mb_s if engine == "spark" else "-",
-                         warm["bytes"] / 1e6 / max(warm["seconds"], 1e-9) if engine == "spark" else "-",
+                         _megabytes_a_second(slowest) if engine == "spark" else "-",
+                         _megabytes_a_second(warm) if engine == "spark" else "-",
                          med[engine]["first"], runs[engine][-1]["rounds"],
                          med[engine]["later"], med[engine]["end"], med[engine]["fit"], med[engine]["cpu"],
                          med[engine]["tree_cpu"],
