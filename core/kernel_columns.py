@@ -87,11 +87,11 @@ class KernelColumns:
             block[:self.n] = self.rows
             self._block = block
         self._block[self.n:n] = rows
-        if self.rows_t is not None and 8 * n * rows.shape[1] <= self.limit_bytes:
+        self.n = n
+        if self.rows_t is not None and self.rows.nbytes <= self.limit_bytes:  # ``transposed_rows``' limit
             self.rows_t.append(rows)
         else:
             self.rows_t = None
-        self.n = n
 
     def keep_rows(self, keep):
         """Drop the block's rows where the mask ``keep`` is False, from every kept column too."""

@@ -620,6 +620,6 @@ def _step_request(held, steps, claims):
     """The steps for the partitions: each stepped example once, the order of the steps, and the claims."""
     unique, order = unique_inverse(np.asarray(steps, np.int64))
     return {"step_ids": held.ids[unique], "step_rows": take_rows(held.rows, unique), "step_y": held.y[unique],
-            "step_order": order.astype(np.int64), "claim_value": np.array([value for value, _ in claims]),
+            "step_order": order, "claim_value": np.array([value for value, _ in claims]),
             "claim_key": np.array([key for _, (key, _) in claims], np.uint64),
             "claim_id": np.array([i for _, (_, i) in claims], np.int64)}
