@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from core.config import NJIT
-from core.kernels import kernel_rows_into
+from core.kernels import kernel_rows_from_transposed, kernel_rows_into
 from core.rows import is_dense_block, n_rows, squared_norms, stack_rows, take_rows, to_dense, transposed_rows
 
 
@@ -132,9 +132,21 @@ class KernelColumns:
             columns, Z = at[fresh], rows_of(fresh)
             z_sq_norms = squared_norms(Z)
             self.Z[columns], self.z_sq_norms[columns] = to_dense(Z), z_sq_norms
-            kernel_rows_into(self.K, columns, 0, self.rows, Z, self.spec, x_sq_norms=self.sq_norms,
-                             z_sq_norms=z_sq_norms, x_transposed=self.rows_t)
+            if self.rows_t is not None and is_dense_block(Z):  # arguments right by construction: no checks
+                kernel_rows_from_transposed(self.K, columns, 0, self.rows_t, self.sq_norms, Z, z_sq_norms, self.spec)
+            else:
+                kernel_rows_into(self.K, columns, 0, self.rows, Z, self.spec, x_sq_norms=self.sq_norms,
+                                 z_sq_norms=z_sq_norms, x_transposed=self.rows_t)
         return at
+
+    def column(self, key, rows_of):
+        """``get([key], rows_of)[0]``, with no arrays made when the column is kept (the slant driver asks for one
+        column a step, ~5,000 times a path on ijcnn1, most of them kept)."""
+        column = self.column_of.get(key)
+        if column is None:
+            return int(self.get([key], rows_of)[0])
+        self.used[column] = self.round
+        return column
 
     def _free_column(self):
         """A row of ``K`` for a new column: a free one, else the least recently used, else (every one used

@@ -396,7 +396,7 @@ class _Held:
     def _column_row(self, k):
         """The row of the column store holding K(held rows, x_k) (``KernelColumns``: computed once, completed as
         examples are added)."""
-        return self._columns.get([int(self.ids[k])], lambda _: take_rows(self.rows, [k]))[0]
+        return self._columns.column(int(self.ids[k]), lambda _: take_rows(self.rows, [k]))
 
     def add_open_best(self, answers, state, steps, eta):
         """Hold each partition's best open examples per class at the speculation's states up to ``state``
