@@ -11,7 +11,11 @@ times, each pair on an engine of its own (an engine's partitions keep a referenc
 their rows for its later paths, ``core.partition.slant``, and every pair trains the same reference: a
 path on the first pair's engine would skip them); the times are medians, and the ratio is that of
 the medians, with the range of the r pairs' own ratios beside it (one fit of either varies by up to ~25% on this
-machine: the reference's CPU took 2.5 to 3.3 s across runs).
+machine: the reference's CPU took 2.5 to 3.3 s across runs).  Before them ``core.warm_up`` loads the machine
+code of every fit from numba's cache (~4 s; a first run fills the cache), so that no timed fit loads any, and
+sets the library's logs to errors.  The Ripley fit that warmed up before left some of a long path's code to the
+first pair (ijcnn1: the column store giving up rows, steps applied in bulk, the reference's float64 pass over
+the screened rows), whose path took 0.3-0.5 s more CPU than the later ones (sixtieth session).
 
     python -m bench.bench_slant_cost [--data ijcnn1 covtype] [--support 1000] [--repeats 1]
 """
@@ -22,7 +26,8 @@ import os
 import numpy as np
 
 from bench.bench_csvc_vs_libsvm import DATASETS
-from bench.common import load_ripley, print_table, timed
+from bench.common import print_table, timed
+from core import warm_up
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.slant import fit_slant
@@ -39,9 +44,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-    X, y = load_ripley()[:2]
-    with LocalEngine(X, y) as engine:  # numba's code loaded before the timed fits
-        fit_slant(engine, fit_csvc(engine, C=1.0), max_support=5)
+    warm_up.main([])  # numba's code of every fit loaded before the timed fits (and the fits' logs set to errors)
     rows = []
     for name in args.data:
         load, C, gamma = DATASETS[name]

@@ -1,11 +1,12 @@
 """KernelColumns: kept kernel columns equal the naive kernel, the least recently used give way, a round keeps
-what it uses, and added rows complete every kept column (dropped ones leave them)."""
+what it uses, added rows complete every kept column (dropped ones leave them), and a dense store's columns are
+``kernel_block``'s to the bit."""
 
 import numpy as np
 import scipy.sparse as sp
 
 from core.kernel_columns import KernelColumns
-from core.kernels import KernelSpec
+from core.kernels import KernelSpec, kernel_block
 from tests.naive import naive_kernel
 
 KERNEL = KernelSpec("rbf", gamma=0.7)
@@ -91,3 +92,31 @@ def test_rows_dropped_leave_every_kept_column_and_spare_the_free_ones():
     assert (columns.K[free] == -1.0).all()
     np.testing.assert_allclose(_column(columns, 30, X[[30]]), naive_kernel(X[keep], X[[30]], KERNEL)[:, 0],
                                rtol=1e-13)
+
+
+def test_a_dense_stores_columns_are_the_kernel_blocks_bits():
+    """Columns computed from the rows' transpose without ``kernel_rows_into``'s checks hold ``kernel_block``'s
+    values to the bit, features kept as bits among them."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(70, 5))
+    X[:, 1] = rng.integers(0, 2, 70)
+    columns = KernelColumns(X, KERNEL, limit_bytes=1 << 20)
+    assert columns.rows_t is not None
+    at = columns.get([3, 8, 20], lambda fresh: X[[3, 8, 20]][fresh])
+    np.testing.assert_array_equal(columns.K[at, :70], kernel_block(X, X[[3, 8, 20]], KERNEL, transposed=True))
+
+
+def test_column_is_get_of_one_key_and_computes_no_kept_column_again():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 4))
+    columns = KernelColumns(X, KERNEL, limit_bytes=1 << 20)
+    first = columns.column(6, lambda fresh: X[[6]])
+    assert isinstance(first, int) and columns.column_of == {6: first}
+
+    def computed_again(fresh):
+        raise AssertionError(f"the kept column of {fresh} computed again")
+
+    columns.begin_round()
+    assert columns.column(6, computed_again) == first == columns.get([6], computed_again)[0]
+    assert columns.used[first] == columns.round
+    np.testing.assert_array_equal(columns.K[first, :30], kernel_block(X, X[[6]], KERNEL, transposed=True)[0])
