@@ -29,6 +29,8 @@ def kernel_times(data, rows, coef, kernel, at=None):
 
 def locate(data, ids):
     """Positions in the partition of those ``ids`` it holds, and which of ``ids`` they are."""
+    if len(ids) == 0:  # most slant rounds release none: ~20 us of searches for nothing
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
     order = data.id_order
     pos = np.searchsorted(data.ids, ids, sorter=order)
     pos = np.minimum(pos, len(data) - 1)

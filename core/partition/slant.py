@@ -273,9 +273,8 @@ def slant_round(data, state, request):
         answer.update(validation_sums_per_step(data, state["val_f"], None, [], []))
         return state, answer
     _commit(data, state, request["commit"])
-    if len(request["release"]):  # most rounds release nothing
-        released, _ = locate(data, request["release"])
-        state["held"][released] = False
+    released, _ = locate(data, request["release"])
+    state["held"][released] = False
     return state, _speculation(data, state, request)
 
 
