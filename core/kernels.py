@@ -214,7 +214,8 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
     if is_sparse(X) or not (isinstance(x_transposed, TransposedRows) and x_transposed.shape == X.shape[::-1]):
         raise ValueError(f"x_transposed must be the transpose of a dense X (shape {X.shape}): "
                          "core.rows.transposed_rows(X, limit_bytes)")
-    kernel_rows_from_transposed(K, rows, int(start), x_transposed, args[1], Z, args[2], spec)  # Z: _prepared's
+    _, x_sq, z_sq = args[:3]  # _prepared's checked norms (and Z, a dense block)
+    kernel_rows_from_transposed(K, rows, int(start), x_transposed, x_sq, Z, z_sq, spec)
 
 
 def kernel_rows_from_transposed(K, rows, start, x_transposed, x_sq_norms, Z, z_sq_norms, spec):
