@@ -10,10 +10,10 @@ import pytest
 import scipy.sparse as sp
 
 from core.engine import LocalEngine
-from core.partition.common import content_key, kernel_times
+from core.partition.common import content_key, kernel_times, ranks_before
 from core.partition.data import PartitionData
 from core.kernels import KernelSpec
-from core.partition.slant import add_steps, ranked, reference_margins, slant_round
+from core.partition.slant import _check_states, add_steps, ranked, reference_margins, slant_round
 from core.sampling import example_keys
 from core.slant import _step_and_rank, fit_slant, slant_model_at, slant_path_coef
 from core.svc import fit_csvc
@@ -178,6 +178,61 @@ def test_the_drivers_step_and_rank_finds_what_the_plain_scan_finds():
         expected = _scan_step_and_rank(expected_c, y, h, keys, ids, K, row, 0.25, is_sv)
         assert _step_and_rank(c_now, y, h, keys, ids, K, row, 0.25, is_sv) == expected, trial
         np.testing.assert_array_equal(c_now, expected_c)
+
+
+def _scan_states(h, c, y, open_, keys, ids, K, rows, scale, applied, first, last, claims):
+    """``_check_states`` by a plain scan: each state's responses stepped in numpy, then every open entry of each
+    class ranked by (v desc, key asc, id asc); the first state whose claim its best open entry beats."""
+    shape = (rows.size + 1, 2)
+    best, best_v, best_c = np.full(shape, -1, np.int64), np.full(shape, -np.inf), np.zeros(shape)
+    runner_up, runner_up_v = np.full(shape, -1, np.int64), np.full(shape, -np.inf)
+    refuted = claims[0].size
+    for t in range(first, last + 1):
+        if t > applied:
+            c[:] = c + (scale[t - 1] * y) * K[rows[t - 1]]
+        v = h - c
+        for slot, in_class in ((0, y < 0), (1, y > 0)):
+            ranked_ = [i for i in np.lexsort((ids, keys, -v)) if open_[i] and in_class[i]][:2]
+            for at, (positions, values) in zip(ranked_, ((best, best_v), (runner_up, runner_up_v))):
+                positions[t, slot], values[t, slot] = at, v[at]
+            if ranked_:
+                best_c[t, slot] = c[ranked_[0]]
+        if t < claims[0].size and any(best[t, slot] >= 0 and ranks_before(
+                best_v[t, slot], keys[best[t, slot]], ids[best[t, slot]], *(claim[t] for claim in claims))
+                for slot in (0, 1)):
+            refuted = t
+            break
+    return refuted, (best, best_v, best_c, runner_up, runner_up_v)
+
+
+def test_a_speculations_states_are_what_a_plain_scan_finds():
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        n, steps, kind = int(rng.choice([0, 1, 7, 8, 9, 16, 23, 40, 1003])), int(rng.integers(0, 6)), trial % 3
+        h = rng.choice([0.0, 0.5, 1.0], n) if kind == 0 else rng.random(n)  # kind 0: ties in v (no steps' sums)
+        y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+        open_ = rng.random(n) < (0.95 if kind == 2 else 0.5)
+        keys = rng.integers(0, 3 if kind < 2 else 2**63, n).astype(np.uint64)
+        ids = rng.permutation(n).astype(np.int64)
+        K = rng.random((4, n)) * (kind != 0)
+        rows, scale = rng.integers(0, 4, steps).astype(np.int64), 0.25 * np.where(rng.random(steps) < 0.5, -1.0, 1.0)
+        applied = int(rng.integers(0, steps + 1))
+        first = min(applied + int(rng.integers(0, 2)), steps)
+        last = int(rng.integers(first, steps + 1))
+        claims = (rng.choice([np.inf, 0.5, 1.0, 2.0], steps + 1), rng.integers(0, 3, steps + 1).astype(np.uint64),
+                  rng.integers(-1, n + 1, steps + 1).astype(np.int64))
+        start = 0.1 * rng.standard_normal(n) * (kind != 0)
+        expected_c, c = start.copy(), start.copy()
+        expected, expected_ranks = _scan_states(h, expected_c, y, open_, keys, ids, K, rows, scale, applied, first,
+                                                last, claims)
+        shape = (steps + 1, 2)
+        ranks = (np.full(shape, -1, np.int64), np.full(shape, -np.inf), np.zeros(shape), np.full(shape, -1, np.int64),
+                 np.full(shape, -np.inf))
+        refuted = _check_states(h, c, y, open_, keys, ids, K, rows, scale, applied, first, last, *claims, *ranks)
+        assert refuted == expected, trial
+        np.testing.assert_array_equal(c, expected_c)
+        for got, want in zip(ranks, expected_ranks):
+            np.testing.assert_array_equal(got, want)
 
 
 def test_steps_added_four_at_a_time_are_the_steps_one_at_a_time_to_the_bit():
