@@ -149,10 +149,11 @@ def _next_candidates(h, c, y, open_, values, s, stepping, floor_pos, floor_neg, 
     their class's floor (its runner-up's so far).  Returns ``(i, candidates)`` of the first eight with open
     entries not below it, as the bits of their lanes, ``(c.size, 0)`` if none.
 
-    A function of its own, apart from the ranking and its twenty arrays, so that its loop keeps every value in
-    registers (it read six of them from the stack each time), and taking whole vectors with no mask but the
-    last: seven states of 25,000 entries (six stepped) took 91-94 us against 109 us in cache (the fastest of 40
-    calls, the same bits), and in ijcnn1's path 23-25 against 26-27 us a state (``bench/HISTORY.md``)."""
+    A function of its own, apart from the ranking and its seventeen arrays, so that its loop keeps every value in
+    registers (inside ``_check_states`` it read twelve from the stack each time: data pointers, bounds, the
+    step's scale), and taking whole vectors with no mask but the last: seven states of 25,000 entries (six
+    stepped) took 91-94 us against 109 us in cache (the fastest of 40 calls, the same bits), and in ijcnn1's
+    path 23-25 against 26-27 us a state (``bench/HISTORY.md``)."""
     n = c.shape[0]
     while i + 8 <= n:
         candidates = _vector_candidates(h, c, y, open_, values, s, stepping, floor_pos, floor_neg, i, 8)
