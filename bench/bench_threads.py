@@ -17,8 +17,10 @@ The fits, on ``LocalEngine`` with 2 partitions (``--cases``):
     csvc-forest   C-SVC, C = 1, gamma = 1, on 20,000 rows of the generated Forest-shaped set (54
                   features): most of its kernel blocks (10,000 rows x the working set) go to the pool
 
-The order within a pair alternates (default first, then 1 thread first), so that neither setting
-always runs right after the other's process.
+Each repeat runs three processes: the default pool, 1 thread, and 1 thread again, a control whose
+``wall / 1 thread`` is what two runs of one setting differ by here (where a case runs the same code in both
+settings, the default's ratio can only be read against it).  Their order rotates from repeat to repeat, so
+that no setting always runs right after another's process.
 
     python -m bench.bench_threads [--cases spsvm-ijcnn1,csvc-forest] [--repeats 5] [--fits 3] [--busy 2]
 """
@@ -35,6 +37,7 @@ import time
 from bench.common import print_table, recorded_calls
 
 ROWS = 20_000
+DEFAULT, ONE, ONE_AGAIN = "default", "1", "1 (control)"  # the settings of a repeat's three processes
 
 
 def _case(name):
@@ -115,20 +118,22 @@ def main():
         for p in spinners:
             p.start()
         try:
-            runs = {0: [], 1: []}  # 0: numba's default pool size
+            settings = (DEFAULT, ONE, ONE_AGAIN)
+            runs = {setting: [] for setting in settings}
             for repeat in range(args.repeats):
-                for threads in ((0, 1) if repeat % 2 == 0 else (1, 0)):
-                    runs[threads].append(_run_child(args, case, threads))
+                turn = repeat % len(settings)
+                for setting in settings[turn:] + settings[:turn]:
+                    runs[setting].append(_run_child(args, case, 0 if setting == DEFAULT else 1))
         finally:
             stop.set()
             for p in spinners:
                 p.join()
         medians = {t: {k: statistics.median(r[k] for r in rs) for k in ("wall", "cpu", "pooled")}
                    for t, rs in runs.items()}
-        for threads, rs in runs.items():
-            label = f"default ({rs[0]['threads']}, {rs[0]['layer']})" if threads == 0 else "1"
-            table.append([case, busy, label, medians[threads]["wall"], medians[threads]["cpu"],
-                          medians[threads]["wall"] / medians[1]["wall"], f"{medians[threads]['pooled']:.0f}",
+        for setting, rs in runs.items():
+            label = f"default ({rs[0]['threads']}, {rs[0]['layer']})" if setting == DEFAULT else setting
+            table.append([case, busy, label, medians[setting]["wall"], medians[setting]["cpu"],
+                          medians[setting]["wall"] / medians[ONE]["wall"], f"{medians[setting]['pooled']:.0f}",
                           f"{100 * rs[0]['error']:.2f}"])
     print_table(["case", "busy procs", "threads", "wall s", "CPU s", "wall / 1 thread", "pool-sized blocks / fit",
                  "train err %"], table)
