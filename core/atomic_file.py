@@ -13,13 +13,15 @@ def atomic_write(path, mode="wb", durable=False, before_replace=None):
     can leave ``<name>.<random>.tmp`` beside it, never a torn ``path``.  ``durable``: the file is
     synced before the rename and its folder after it, so the new content survives a power loss.
     ``before_replace()`` runs between the write and the rename (crash-point tests).  A missing
-    folder is created.
+    folder is created.  The file gets the permissions of the one it replaces, or a new file's (0o666
+    less the process's umask), not the owner-only mode of a temporary file.
     """
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, mode) as f:
+            os.chmod(tmp, _replaced_mode(path))
             yield f
             if durable:
                 f.flush()
@@ -42,3 +44,26 @@ def fsync_folder(path):
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _replaced_mode(path):
+    """The permission bits ``path`` has, or those ``open`` would give a new file there."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        return 0o666 & ~_umask()
+
+
+def _umask():
+    """The process's umask, read without changing it where Linux reports it (``os.umask`` can only be read by
+    setting it, which would race with other threads creating files)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -235,7 +235,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
         # stopped (max_rounds, or a stall) with examples shrunk: restore them for exact statistics and objective
         answers = run_round(dict(base, **_RESTORE, n_select=1))
         stats, violation, objective = _summary(answers, problem, support.sums()[0])
-        converged = violation < tol  # the loop may have ended on the round that found the active ones optimal
+        converged = bool(violation < tol)  # the loop may have ended on the round that found the active ones optimal
     budget_tight = _is_tight(problem.sum_bound, support.sums()[0])
     return DualSolution(support, _rho(stats, budget_tight), objective, rounds, violation, converged)
 

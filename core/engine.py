@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from core.kernels import feature_variance, scale_gamma
-from core.labels import encode_labels
+from core.labels import check_training_classes, encode_labels
 from core.partition.data import PartitionData
 from core.rows import as_rows, dense_enough, is_sparse, n_rows, take_rows, to_dense
 from core.validation import check_weights
@@ -99,6 +99,8 @@ class LocalEngine(Engine):
             if validation.shape != (n,) or validation.dtype != bool:
                 raise ValueError(f"validation must be a boolean mask of the {n} rows, got {validation.dtype} "
                                  f"of shape {validation.shape}")
+            trained = y[~validation]
+            check_training_classes(self.classes, [np.count_nonzero(trained < 0), np.count_nonzero(trained > 0)])
         bounds = np.linspace(0, n, n_partitions + 1).astype(np.int64)
         self.partitions = []
         for lo, hi in zip(bounds[:-1], bounds[1:]):

@@ -37,6 +37,15 @@ def two_classes(distinct):
     return classes.tolist()
 
 
+def check_training_classes(classes, training_rows):
+    """A ValueError unless both ``classes`` keep rows to train on once the validation rows are held out.
+    ``training_rows``: how many rows of each class are not held out, in the order of ``classes``."""
+    for value, count in zip(classes, training_rows):
+        if count == 0:
+            raise ValueError(f"every row of label {value!r} is held out for validation, so the training rows "
+                             "hold one label only: hold out fewer of that label's rows")
+
+
 def decode_labels(y_sign, classes):
     """Map signs (+-1, or decision values whose sign is taken) back to label values."""
     return np.where(np.asarray(y_sign) > 0, np.asarray(classes[1]), np.asarray(classes[0]))

@@ -19,6 +19,9 @@ from core.rows import as_rows, csr_from_arrays, is_sparse, n_rows, squared_norms
 
 FORMAT_VERSION = 2  # 1: the whole metadata in the JSON header (``from_bytes`` still reads it)
 READABLE_VERSIONS = (1, 2)
+# the metadata of a fit's path through smaller support sizes: SpSVM-2's beta at every size
+# (``core.spsvm.truncate``), the slant sparsifier's steps (``core.slant.slant_model_at``)
+RECORDED_PATH_KEYS = ("path", "steps")
 
 
 @dataclass
@@ -75,13 +78,17 @@ class KernelExpansion:
         return replace(self, metadata={}, support_ids=None)
 
     def pruned(self, s):
-        """The same expansion keeping only the s largest |coef| (Dekel & Singer's pruning, section 5)."""
-        if s < 0:
-            raise ValueError(f"the number of weights to keep must be >= 0, got {s}")
+        """The same expansion keeping only the s largest |coef| (Dekel & Singer's pruning, section 5).
+
+        A recorded path (``RECORDED_PATH_KEYS``) is dropped: it describes the support vectors in the order
+        the fit added them, which the pruned model no longer holds."""
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
+            raise ValueError(f"the number of weights to keep must be an integer >= 0, got {s!r}")
         if s >= self.n_support:
             return self
         keep = np.sort(np.argsort(-np.abs(self.coef), kind="stable")[:s])
-        meta = dict(self.metadata, pruned_to=int(s))
+        meta = {k: v for k, v in self.metadata.items() if k not in RECORDED_PATH_KEYS}
+        meta["pruned_to"] = int(s)
         ids = None if self.support_ids is None else self.support_ids[keep]
         return KernelExpansion(take_rows(self.support_vectors, keep), self.coef[keep], self.bias,
                                self.kernel, list(self.classes), self.n_features, meta, ids)
@@ -157,7 +164,13 @@ _ARRAY_KINDS = ((bool, np.bool_), (int, np.int64), (float, np.float64))  # a lis
 
 def _metadata_arrays(value, arrays):
     """``value`` (JSON-able metadata) with every list of at least ``_ARRAY_MIN`` numbers of one type (bool, int
-    or float) replaced by ``{_ARRAY_KEY: name}``, the list added to ``arrays`` under that name."""
+    or float) replaced by ``{_ARRAY_KEY: name}``, the list added to ``arrays`` under that name.  numpy scalars
+    and arrays become Python numbers and lists first (a parameter taken from ``np.logspace``, a flag from a
+    comparison of numpy floats), which JSON could not write."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
     if isinstance(value, dict):
         return {k: _metadata_arrays(v, arrays) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -220,6 +220,9 @@ def slant_path_coef(model, sizes):
 def _step_positions(model):
     """Every step of the recorded path as a position in ``model.support_vectors`` (first-appearance order)."""
     if "steps" not in model.metadata or model.support_ids is None:
+        if "pruned_to" in model.metadata:
+            raise ValueError("a pruned model holds no slant path (pruning drops it): use the model fit_slant "
+                             "returned")
         raise ValueError("this model holds no slant path: use a model returned by fit_slant")
     position = {i: p for p, i in enumerate(model.support_ids.tolist())}
     return np.array([position[i] for i in model.metadata["steps"]], np.int64)

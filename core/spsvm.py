@@ -637,6 +637,8 @@ def truncate(model, d):
     """
     path = model.metadata.get("path") if isinstance(model.metadata, dict) else None
     if not path or not path.get("coef"):
+        if "pruned_to" in model.metadata:
+            raise ValueError("a pruned model has no path (pruning drops it): truncate the model before pruning")
         raise ValueError("this model has no stored path coefficients: train it with fit_spsvm(..., "
                          "keep_path_coef=True)")
     if int(d) != d or not 1 <= d <= model.n_support:

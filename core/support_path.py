@@ -36,7 +36,7 @@ class SupportPath:
 
 def recorded_path(model, max_points=MAX_POINTS):
     """The ``SupportPath`` a SpSVM-2 or slant fit recorded in ``model.metadata``, or None for a model
-    with no recorded path (the other methods, or SpSVM-2 trained without ``keep_path_coef``)."""
+    with no recorded path (the other methods, SpSVM-2 trained without ``keep_path_coef``, a pruned model)."""
     method = model.metadata.get("method")
     n = model.n_support
     if method == "spsvm" and model.metadata.get("path", {}).get("coef") and n:
@@ -46,7 +46,7 @@ def recorded_path(model, max_points=MAX_POINTS):
         for r, d in enumerate(sizes):  # stage d's beta sits at [d (d - 1) / 2, d (d + 1) / 2) of the path
             coef[r, :d] = stages[d * (d - 1) // 2: d * (d + 1) // 2]
         return SupportPath(sizes, coef, coef.sum(axis=1) * BIAS_TERM)  # 1 + K: the bias is sum(beta)
-    if method in SLANT_METHODS and n:
+    if method in SLANT_METHODS and "steps" in model.metadata and n:
         sizes = _grid(n, max_points)
         return SupportPath(sizes, slant_path_coef(model, sizes), np.full(sizes.size, model.bias))
     return None

@@ -8,7 +8,7 @@ import numpy as np
 from pyspark.errors.exceptions.base import IllegalArgumentException
 
 from core.kernels import scale_gamma
-from core.labels import two_classes
+from core.labels import check_training_classes, two_classes
 from core.moments import group_moments
 from core.rows import csr_from_arrays, dense_enough, to_dense
 from spark_bsvm.engine.task_threads import use_task_cores
@@ -249,7 +249,11 @@ def judged_groups(groups, has_validation, features_col, label_col, weight_col=No
     partition_rows = {}
     for g in groups:
         partition_rows[g["partition"]] = partition_rows.get(g["partition"], 0) + g["rows"]
-    n_validation = _validation_rows(groups, n_rows) if has_validation else 0
+    n_validation = 0
+    if has_validation:
+        n_validation = _validation_rows(groups, n_rows)
+        check_training_classes(classes, [sum(g["rows"] - g["validation_rows"] for g in groups if g["label"] == c)
+                                         for c in classes])
     nonzeros = int(sum(g["nonzeros"].sum() for g in groups))
     return DataSummary(classes, int(n_rows), partition_rows, n_features,
                        scale_gamma(n_features, _variance(groups, n_features)), n_validation,

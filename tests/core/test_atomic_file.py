@@ -39,3 +39,19 @@ def test_before_replace_runs_after_the_write_and_before_the_rename(tmp_path):
     with atomic_write(str(path), "w", before_replace=check) as f:
         f.write("2\n")
     assert seen == ["1\n", "2\n"] and path.read_text() == "2\n"
+
+
+def test_a_new_file_gets_the_umask_s_mode_and_a_replaced_one_keeps_its_own(tmp_path):
+    old_mask = os.umask(0o027)
+    try:
+        with atomic_write(str(tmp_path / "new.npz")) as f:
+            f.write(b"model")
+    finally:
+        os.umask(old_mask)
+    assert (tmp_path / "new.npz").stat().st_mode & 0o777 == 0o640  # not mkstemp's owner-only 0o600
+    shared = tmp_path / "shared.npz"
+    shared.write_bytes(b"old")
+    shared.chmod(0o664)
+    with atomic_write(str(shared)) as f:
+        f.write(b"new")
+    assert shared.stat().st_mode & 0o777 == 0o664

@@ -6,6 +6,7 @@ from sklearn.svm import SVC
 
 from core.engine import LocalEngine
 from core.kernels import KernelSpec, kernel_block
+from core.model import KernelExpansion
 from core.svc import fit_csvc
 from core.synthetic import make_rings
 from tests.naive import naive_dual_objective
@@ -75,7 +76,8 @@ def test_a_fit_stopped_while_examples_are_shrunk_reports_the_exact_objective(mon
     X, y = make_rings(1500, 6, seed=3)
     kernel = KernelSpec("rbf", gamma=0.3)
     model = fit_csvc(LocalEngine(X, y, n_partitions=3), C=10.0, kernel=kernel, max_rounds=5)
-    assert not model.metadata["converged"] and sum(shrunk[-6:-3]) > 0 and sum(shrunk[-3:]) == 0
+    assert model.metadata["converged"] is False and sum(shrunk[-6:-3]) > 0 and sum(shrunk[-3:]) == 0
+    assert KernelExpansion.from_bytes(model.to_bytes()).metadata["converged"] is False  # a Python bool: saved
     alpha = np.zeros(len(y))
     alpha[model.support_ids] = np.abs(model.coef)
     objective = naive_dual_objective(kernel_block(X, X, kernel), y, alpha)

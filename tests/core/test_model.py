@@ -79,6 +79,17 @@ def test_save_load_keeps_a_recorded_path_in_arrays():
         assert archive["header"].nbytes < 10_000
 
 
+def test_numpy_scalars_and_arrays_in_the_metadata_are_saved_as_python_values():
+    """A parameter from ``np.logspace``, a flag from comparing numpy floats: JSON alone cannot write them."""
+    model = _model()
+    model.metadata = {"params": {"C": np.float32(0.5), "budget": np.int64(20)}, "converged": np.bool_(False),
+                      "sizes": np.arange(20), "grid": [np.float64(0.1), np.float64(1.0)]}
+    back = KernelExpansion.from_bytes(model.to_bytes())
+    assert back.metadata == {"params": {"C": 0.5, "budget": 20}, "converged": False, "sizes": list(range(20)),
+                             "grid": [0.1, 1.0]}
+    assert type(back.metadata["converged"]) is bool and type(back.metadata["params"]["budget"]) is int
+
+
 def test_reads_format_1():
     """A model saved before the metadata's arrays (format 1: all of it in the JSON header) loads as it was."""
     model = _model(sparse=True)
@@ -111,6 +122,15 @@ def test_pruned_keeps_the_largest_coefficients():
     np.testing.assert_array_equal(pruned.support_ids, model.support_ids[keep])
     assert pruned.bias == model.bias and pruned.metadata["pruned_to"] == 4
     assert model.pruned(50) is model
+
+
+def test_pruned_drops_the_recorded_path_of_the_unpruned_support_vectors():
+    model = _model(n_sv=10)
+    model.metadata = dict(_recorded_path(10), params={"C": 1.0})
+    pruned = model.pruned(4)
+    assert pruned.metadata == {"method": "test", "params": {"C": 1.0}, "pruned_to": 4}
+    with pytest.raises(ValueError, match="an integer >= 0, got 2.5"):
+        model.pruned(2.5)
 
 
 def test_rejects_inconsistent_parts():

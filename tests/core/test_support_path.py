@@ -55,3 +55,17 @@ def test_slant_path_is_slant_model_at_every_size(data, reference):
 
 def test_methods_without_a_path_have_none(reference):
     assert recorded_path(reference) is None
+
+
+def test_a_pruned_model_has_no_path_and_truncating_it_says_why(data, reference):
+    """Pruning keeps the largest coefficients, not the first support vectors the path added: the path, which
+    truncate and slant_model_at read by position, is dropped, not misread."""
+    X, y, _, _ = data
+    spsvm = fit_spsvm(LocalEngine(X, y), max_basis=10, lam=0.1, kernel=KERNEL)
+    slant = fit_slant(LocalEngine(X, y), reference, eta=0.5, epsilon=0.5, max_support=10)
+    for model in (spsvm, slant):
+        assert recorded_path(model.pruned(3)) is None
+    with pytest.raises(ValueError, match="a pruned model has no path .*truncate the model before pruning"):
+        truncate(spsvm.pruned(3), 2)
+    with pytest.raises(ValueError, match="a pruned model holds no slant path"):
+        slant_model_at(slant.pruned(3), 2)

@@ -164,3 +164,15 @@ def test_null_validation_flags_are_named(spark, data):
     with_nulls = df.withColumn("held", F.when(F.col("held_number") > 0, F.lit(None)).otherwise(F.col("held")))
     with pytest.raises(ValueError, match=r"the validation indicator column has \d+ null value\(s\)"):
         SpSVM(numPartitions=2, validationIndicatorCol="held").fit(with_nulls)
+
+
+def test_holding_out_every_row_of_a_label_is_named_on_both_engines(spark, data):
+    """The training rows would hold one label: a constant model, 'converged', without this check."""
+    from pyspark.sql import functions as F
+
+    X, labels, _, df = data
+    message = r"every row of label 1.0 is held out for validation, so the training rows hold one label only"
+    with pytest.raises(ValueError, match=message):
+        LocalEngine(X, labels, validation=labels > 0)
+    with pytest.raises(ValueError, match=message):
+        SpSVM(numPartitions=2, validationIndicatorCol="held").fit(df.withColumn("held", F.col("label") > 0))
