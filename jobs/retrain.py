@@ -44,6 +44,8 @@ def main(argv=None):
         return config["retrain"]["locked_exit_code"]
     current = record["current"]
     again = " (input handled before: nothing retrained)" if record.get("replayed") else ""
+    if record.get("superseded_by") is not None:
+        again += f"; version {record['superseded_by']} is current now, and stays so"
     print(f"challenger: version {version}, {report.summary_line(record['challenger'])}")
     if current is not None:
         print(f"current (version {record['baseline_version']}): test error {100 * current['test_error']:.2f}%   "

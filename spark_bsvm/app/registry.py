@@ -22,7 +22,9 @@ holding client goes away.  The file is never removed: a run waiting on the old f
 exclude a run locking a new one.
 
 The root must be a local or shared POSIX filesystem (NFS, a mounted
-volume) that the driver and the executors see at the same path.
+volume) that the driver and the executors see at the same path; Spark is
+given its paths as ``file://`` URIs (``local_uri``), whatever its default
+filesystem.
 """
 
 import fcntl
@@ -72,6 +74,10 @@ class ModelRegistry:
     def model_path(self, version):
         """The model directory of ``version``."""
         return os.path.join(self.versions_dir, str(version), "model")
+
+    def model_uri(self, version):
+        """``model_path(version)`` as Spark must be given it (``local_uri``)."""
+        return local_uri(self.model_path(version))
 
     def record(self, version):
         """The JSON record published with ``version``."""
@@ -178,6 +184,12 @@ class ModelRegistry:
                 shutil.rmtree(path, ignore_errors=True)
             elif name.startswith("CURRENT.") and name.endswith(".tmp"):
                 os.unlink(path)
+
+
+def local_uri(path):
+    """A path of the registry's filesystem as a ``file://`` URI: Spark resolves a plain path on its default
+    filesystem, which on a cluster is HDFS or an object store, not the one the registry renames in."""
+    return "file://" + os.path.abspath(path)
 
 
 def _lock_holder(fd):

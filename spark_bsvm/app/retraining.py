@@ -27,7 +27,7 @@ from pyspark import StorageLevel
 from pyspark.ml import PipelineModel
 
 from spark_bsvm.app import methods, report, training_run
-from spark_bsvm.app.registry import ModelRegistry
+from spark_bsvm.app.registry import ModelRegistry, local_uri
 
 PROMOTED, KEPT = "promoted", "kept"
 
@@ -81,8 +81,8 @@ def _train_and_decide(spark, config, registry, fingerprint):
     """Steps 3-5 of the module doc, holding the registry's lock."""
     settings = config["retrain"]
     current = registry.current()
-    current_model = PipelineModel.load(registry.model_path(current)) if current is not None else None
-    warm = registry.model_path(current) if settings["warm_start"] and current is not None else None
+    current_model = PipelineModel.load(registry.model_uri(current)) if current is not None else None
+    warm = registry.model_uri(current) if settings["warm_start"] and current is not None else None
     split = training_run.split_data(spark, config["data"])
     challenger, timings = training_run.fit(split, config["model"], warm_start_from=warm)
     test = split.test.persist(StorageLevel.MEMORY_AND_DISK)
@@ -94,7 +94,7 @@ def _train_and_decide(spark, config, registry, fingerprint):
               "margin": settings["margin"], "warm_started": warm is not None,
               "challenger": training_run.describe_run(config, timings, challenger_eval, challenger),
               "current": current_eval}
-    version = registry.publish(lambda path: challenger.write().save(path), record)
+    version = registry.publish(lambda path: challenger.write().save(local_uri(path)), record)
     if promote:
         registry.promote(version)
     test.unpersist()
@@ -102,11 +102,15 @@ def _train_and_decide(spark, config, registry, fingerprint):
 
 
 def _replay(registry, version):
-    """The outcome of an input handled before; completes a promotion that a crash cut short."""
-    record = registry.record(version)
-    if record["decision"] == PROMOTED and registry.current() != version:
-        if registry.current() != record["baseline_version"]:
-            raise ValueError(f"version {version} was to replace version {record['baseline_version']}, but "
-                             f"version {registry.current()} is current now; promote by hand if still wanted")
-        registry.promote(version)
-    return record["decision"], version, dict(record, replayed=True)
+    """The outcome of an input handled before; completes a promotion that a crash cut short (the registry's
+    current version is still the one the challenger was measured against).  A promotion that another version
+    has superseded since (a later run's, or one made by hand) is reported, not made again: a scheduler's
+    retry or backfill of an old input must not roll the registry back."""
+    record = dict(registry.record(version), replayed=True)
+    current = registry.current()
+    if record["decision"] == PROMOTED and current != version:
+        if current == record["baseline_version"]:
+            registry.promote(version)
+        else:
+            record["superseded_by"] = current
+    return record["decision"], version, record

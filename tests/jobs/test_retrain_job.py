@@ -58,6 +58,10 @@ def test_promote_keep_and_idempotent_reruns(spark, tmp_path, capsys, monkeypatch
     # functions two sound fits on different draws differ by several points (27.95% against 34.65% measured)
     assert run(root, "data.seed=2", "retrain.margin=0.1") == 0
     assert registry.current() == 3
+    with monkeypatch.context() as patch:  # a scheduler's retry of the first night: reported, not rolled back
+        patch.setattr(cli, "session", no_spark)
+        assert run(root) == 0
+    assert registry.current() == 3 and "version 3 is current now, and stays so" in capsys.readouterr().out
     assert run(root, "data.seed=3", "model.params.gamma=100.0", "retrain.kept_exit_code=0") == 0
     assert registry.current() == 3 and registry.record(4)["decision"] == "kept"
     model = PipelineModel.load(registry.model_path(3))
@@ -122,3 +126,26 @@ def test_a_second_retraining_exits_with_its_own_code_while_another_holds_the_reg
     assert re.fullmatch(rf"not retrained: registry {root} is locked by another run \(pid {holder.pid} on host \S+ "
                         r"since [0-9T:+-]+\); --set retrain.lock_wait_minutes=N waits for it\n", second.stderr)
     assert ModelRegistry(str(root)).versions() == []
+
+
+def test_the_registry_s_models_stay_on_its_filesystem_when_spark_s_default_is_another(spark, tmp_path):
+    """A cluster's fs.defaultFS (HDFS) stood in for by Hadoop's viewfs, which maps the registry's folder to
+    another one: before the registry gave Spark file:// URIs, version 1 held only its record, its model was
+    written under the other folder, and the next run failed to load it."""
+    root, elsewhere = tmp_path / "registry", tmp_path / "default_fs"
+    elsewhere.mkdir()
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    link = f"fs.viewfs.mounttable.bsvmtest.link.{tmp_path}"
+    before = conf.get("fs.defaultFS")
+    conf.set("fs.defaultFS", "viewfs://bsvmtest/")
+    conf.set(link, f"file://{elsewhere}")
+    try:
+        assert run(str(root)) == 0
+        assert run(str(root), "data.seed=2", "retrain.margin=0.5") == 0  # loads version 1 to compare
+    finally:
+        conf.set("fs.defaultFS", before)
+        conf.unset(link)
+    registry = ModelRegistry(str(root))
+    assert registry.versions() == [1, 2] and registry.current() == 2
+    assert all(os.path.isdir(os.path.join(registry.model_path(v), "stages")) for v in (1, 2))
+    assert not any(files for _, _, files in os.walk(elsewhere))
