@@ -9,6 +9,7 @@ encoded and cached training rows (reading and encoding are reported apart).
 
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
@@ -82,11 +83,41 @@ def describe_run(config, timings, evaluation, pipeline_model):
 
 
 def save_model(config, pipeline_model):
-    """Save the fitted pipeline to ``[output] model`` when set (overwriting)."""
+    """Save the fitted pipeline to ``[output] model`` when set, replacing the model saved there."""
     path = config["output"]["model"]
     if path:
-        pipeline_model.write().overwrite().save(path)
+        save_replacing(pipeline_model, path)
         print(f"model written to {path}")
+
+
+def save_replacing(model, path):
+    """``model.write().save`` at ``path`` (any Hadoop filesystem) such that a run failing or killed while
+    writing leaves the model saved there before: the new one is written beside it (``<path>.saving-<tag>``)
+    and renamed into place once whole.  Spark's own ``overwrite()`` deletes the old model first.  A kill
+    between the two renames leaves the old model at ``<path>.replaced-<tag>``, and one while writing an
+    unfinished ``<path>.saving-<tag>``; neither is ever read as the model."""
+    from pyspark.sql import SparkSession
+
+    context = SparkSession.active().sparkContext
+    hadoop_path = context._jvm.org.apache.hadoop.fs.Path
+    target = hadoop_path(path)
+    filesystem = target.getFileSystem(context._jsc.hadoopConfiguration())
+    tag = uuid.uuid4().hex[:12]
+    staged, replaced = (hadoop_path(f"{path.rstrip('/')}.{step}-{tag}") for step in ("saving", "replaced"))
+    try:
+        model.write().save(staged.toString())
+    except BaseException:
+        filesystem.delete(staged, True)
+        raise
+    had_model = filesystem.exists(target)
+    if had_model and not filesystem.rename(target, replaced):
+        raise OSError(f"could not move the model saved at {path} aside to replace it (the new one is at {staged})")
+    if not filesystem.rename(staged, target):
+        if had_model:
+            filesystem.rename(replaced, target)
+        raise OSError(f"could not move the new model from {staged} to {path}")
+    if had_model:
+        filesystem.delete(replaced, True)
 
 
 def write_outputs(config, pipeline_model, run_report, test):
