@@ -17,8 +17,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     config = cli.load(args)
     spark, path, model = cli.session_and_model(args, config, "evaluate")
-    split = training_run.split_data(spark, config["data"])
     svm = report.svm_stage(model)
+    split = training_run.split_data(spark, config["data"], model_width=svm.numFeatures)
     training = report.training_record(svm)
     run_report = dict(report.evaluate(model, split.test), model=path, training=training,
                       training_seconds=training.get("training_seconds", float("nan")))

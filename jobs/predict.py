@@ -25,7 +25,9 @@ def main(argv=None):
     config = cli.load(args)
     spark, path, model = cli.session_and_model(args, config, "score with")
     svm = report.svm_stage(model)
-    rows = loaders.load(spark, config["data"], path=args.input).frame
+    data = loaders.with_libsvm_width(spark, config["data"], [args.input or config["data"]["path"]],
+                                     model_width=svm.numFeatures)
+    rows = loaders.load(spark, data, path=args.input).frame
     scored = model.transform(rows).select(
         "label", svm.getPredictionCol(),
         F.element_at(vector_to_array(svm.getRawPredictionCol()), 2).alias("decision"))

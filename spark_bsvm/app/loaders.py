@@ -73,6 +73,27 @@ def load_libsvm(spark, data, path):
     return Loaded(reader.load(path), [])
 
 
+def with_libsvm_width(spark, data, paths, model_width=None):
+    """``data`` with ``num_features`` set for LIBSVM files whose highest feature index differs, which Spark
+    would read as vectors of different sizes (a test file that lacks the training file's last features, as
+    LIBSVM's own a9a and a9a.t do): the widest of ``paths``, or ``model_width``, the features a saved model
+    was trained on, which no file may exceed.  Each file's width is inferred once, as its load would have:
+    the loads that follow, given ``num_features``, infer nothing.  Other sources, and a ``num_features`` set
+    in the config, are left as they are."""
+    paths = [path for path in paths if path]
+    if data["source"] != "libsvm" or data["num_features"] or not paths:
+        return data
+    widths = {path: spark.read.format("libsvm").load(path).schema[FEATURES].metadata["numFeatures"]
+              for path in paths}
+    if model_width is None:
+        return dict(data, num_features=max(widths.values()))
+    for path, width in widths.items():
+        if width > model_width:
+            raise ValueError(f"{path} has features up to index {width}, but the model was trained on "
+                             f"{model_width}: score rows with the training data's features")
+    return dict(data, num_features=model_width)
+
+
 def load_csv(spark, data, path):
     """Delimited text without header (gzip is read transparently); every column but the label is a feature."""
     frame = spark.read.csv(path, sep=data["separator"], header=False, inferSchema=False)

@@ -29,8 +29,11 @@ class Split:
     loaded: loaders.Loaded
 
 
-def split_data(spark, data):
-    """The rows of ``[data]`` split into train and test (``test_path``, or ``test_fraction`` by ``seed``)."""
+def split_data(spark, data, model_width=None):
+    """The rows of ``[data]`` split into train and test (``test_path``, or ``test_fraction`` by ``seed``).
+    ``model_width``: the features of the saved model the rows are for (LIBSVM files are read that wide)."""
+    if data["test_path"] or model_width is not None:
+        data = loaders.with_libsvm_width(spark, data, [data["path"], data["test_path"]], model_width)
     loaded = loaders.with_scaling(loaders.load(spark, data), data["scale"])
     frame = loaded.frame.dropDuplicates() if data["deduplicate"] else loaded.frame
     if data["test_path"]:

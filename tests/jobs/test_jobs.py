@@ -4,6 +4,7 @@ import json
 import re
 import sys
 
+import numpy as np
 import pytest
 
 from jobs import evaluate, predict, train
@@ -96,3 +97,29 @@ def test_the_tuning_config_reports_and_plots_the_validation_path_beside_the_test
     assert curve["model"][0][0] == validation["kept_size"] == report["support_size"]
     if _has_matplotlib():
         assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_libsvm_files_narrower_than_the_training_file_are_read_at_its_width(spark, job_cwd, tmp_path, capsys):
+    """LIBSVM's own a9a / a9a.t differ in their highest feature index: Spark read each file at its own width,
+    and the fit failed on vectors of two sizes after training; a scoring file wider than the model is refused
+    in one line."""
+    rng = np.random.default_rng(0)
+
+    def write(name, rows, width):
+        X = rng.standard_normal((rows, width))
+        labels = np.where(X[:, 0] + X[:, 1] > 0, 1, -1)
+        lines = [f"{l} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(x)) for l, x in zip(labels, X)]
+        path = tmp_path / name
+        path.write_text("\n".join(lines) + "\n")
+        return str(path)
+
+    train_file, narrow, wide = write("train.svm", 200, 4), write("test.svm", 60, 3), write("wide.svm", 20, 5)
+    model = str(tmp_path / "model")
+    args = ["--config", train.DEFAULT_CONFIG, "--set", "data.source=libsvm", "--set", f"data.path={train_file}",
+            "--set", "model.params.spsvm.maxBasis=10"]
+    assert train.main(args + ["--set", f"data.test_path={narrow}", "--set", f"output.model={model}"]) == 0
+    assert "test_rows=60" in capsys.readouterr().out
+    assert predict.main(args + ["--model", model, "--input", narrow, "--output", str(tmp_path / "scores")]) == 0
+    assert spark.read.parquet(str(tmp_path / "scores")).count() == 60
+    assert cli.run(predict.main, args + ["--model", model, "--input", wide, "--output", str(tmp_path / "s2")]) == 2
+    assert f"{wide} has features up to index 5, but the model was trained on 4" in capsys.readouterr().err
