@@ -50,7 +50,7 @@ class CSVC(_BSVMEstimator, _CSVCParams, _CSVCSetters):
                  predictionPrecision="float64", seed=0, calibrationFraction=0.0, numPartitions=None,
                  coordinatorMode="auto", maxStageRestarts=15):
         super().__init__()
-        self._set(**self._input_kwargs)
+        self._set_given(self._input_kwargs)
 
 
 class BudgetSVMModel(BSVMModel, _BudgetSVMParams):
@@ -81,7 +81,7 @@ class BudgetSVM(_BSVMEstimator, _BudgetSVMParams, _BudgetSVMSetters):
                  probabilityCol="probability", threshold=0.0, thresholds=None, predictionPrecision="float64", seed=0,
                  calibrationFraction=0.0, numPartitions=None, coordinatorMode="auto", maxStageRestarts=15):
         super().__init__()
-        self._set(**self._input_kwargs)
+        self._set_given(self._input_kwargs)
 
     def _check(self):
         super()._check()
@@ -154,7 +154,7 @@ class SlantSparsifier(_BSVMEstimator, _SlantParams, _SlantSetters):
                  coordinatorMode="auto", maxStageRestarts=15, validationIndicatorCol=None, validationFraction=0.0,
                  selectSupportSize="end", selectTolerance=0.0, etaGrid=None):
         super().__init__()
-        self._set(**self._input_kwargs)
+        self._set_given(self._input_kwargs)
 
     def _check(self):
         super()._check()
@@ -206,7 +206,7 @@ class L0SVM(_BSVMEstimator, _L0SVMParams, _L0SVMSetters):
                  threshold=0.0, thresholds=None, predictionPrecision="float64", seed=0, calibrationFraction=0.0,
                  numPartitions=None, coordinatorMode="auto", maxStageRestarts=15):
         super().__init__()
-        self._set(**self._input_kwargs)
+        self._set_given(self._input_kwargs)
 
 
 class ElasticBudgetSVMModel(BSVMModel, _EBSVMParams):
@@ -247,7 +247,7 @@ class ElasticBudgetSVM(_BSVMEstimator, _EBSVMParams, _EBSVMSetters):
                  checkpoints=None, validationIndicatorCol=None, validationFraction=0.0, selectSupportSize="end",
                  selectTolerance=0.0, gammaGrid=None, regParamGrid=None):
         super().__init__()
-        self._set(**self._input_kwargs)
+        self._set_given(self._input_kwargs)
 
 
 class SpSVMModel(BSVMModel, _SpSVMParams):
@@ -299,7 +299,7 @@ class SpSVM(_BSVMEstimator, _SpSVMParams, _SpSVMSetters):
                  coordinatorMode="auto", maxStageRestarts=15, validationIndicatorCol=None, validationFraction=0.0,
                  selectSupportSize="end", selectTolerance=0.0, gammaGrid=None, regParamGrid=None):
         super().__init__()
-        self._set(**self._input_kwargs)
+        self._set_given(self._input_kwargs)
 
     def _driver_inputs(self):
         path = self.getInitialModelPath()

@@ -264,8 +264,11 @@ class _BSVMModelReader(MLReader):
 
     def load(self, path):
         metadata = DefaultParamsReader.loadMetadata(path, self.sparkSession)
+        cls = _saved_class(metadata["class"], self.cls)  # before its data, which another model's may not be
         payload = self.sparkSession.read.parquet(f"{path}/data").first()["model"]
-        model = _saved_class(metadata["class"], self.cls)(KernelExpansion.from_bytes(bytes(payload)))
+        model = cls(KernelExpansion.from_bytes(bytes(payload)))
+        # a param saved as null (a None the estimator held before ``_set_given``) is an unset one
+        metadata["paramMap"] = {name: value for name, value in metadata["paramMap"].items() if value is not None}
         DefaultParamsReader.getAndSetParams(model, metadata)
         model._resetUid(metadata["uid"])
         return model
