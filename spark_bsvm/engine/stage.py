@@ -451,6 +451,14 @@ def _prepared(df, columns):
     return _owned(df.select(*selected))
 
 
+def check_rows(df, features_col, label_col, weight_col=None):
+    """The ``DataSummary`` of ``df``'s rows, or the ValueError naming what is wrong with them, by the checks a
+    training stage runs on its rows (``check_training_data``, one Spark job): for rows no training stage
+    reads, such as the calibration rows of Platt's sigmoid."""
+    return check_training_data(_prepared(df, (features_col, label_col, weight_col, None)), features_col, label_col,
+                               weight_col)
+
+
 def _checked_frame(prepared, tasks, names):
     """(the ``DataSummary`` of the ``prepared`` training data, checked by its Spark job
     (``check_training_data``; ``names``: the features, label and weight columns the errors name), the

@@ -38,6 +38,7 @@ from core.kernels import KernelSpec
 from spark_bsvm.engine.blocks import check_schema, check_validation_column
 from spark_bsvm.engine.shared_results import SharedResults
 from spark_bsvm.engine.session import executor_slots
+from spark_bsvm.engine.stage import check_rows
 from spark_bsvm.engine.training import resolve_mode, train, train_in_turn
 from spark_bsvm.ml.params import GRID_PARAMS, _KernelParams, _ValidationParams, check_params
 from spark_bsvm.ml.summary import setting_params
@@ -214,6 +215,8 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
             dataset = dataset.filter(weight.isNull() | (weight != 0))
         holdout = None
         if self.getCalibrationFraction() > 0:
+            # the calibration rows skip the training stage's checks: every row is checked before the split
+            check_rows(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col())
             fraction = self.getCalibrationFraction()
             dataset, holdout = dataset.randomSplit([1.0 - fraction, fraction], seed=self.getOrDefault(self.seed))
         dataset, validation_col = self._validation_col(dataset)
@@ -276,7 +279,7 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
             model._set(kernel=trained.name, gamma=trained.gamma, degree=trained.degree, coef0=trained.coef0)
         model._set(**chosen)
         if plan.holdout is not None:
-            model.calibrate(plan.holdout)
+            model._fit_platt(plan.holdout)
         model._set_training_summary(plan.training)
         return model
 

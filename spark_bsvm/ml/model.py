@@ -17,6 +17,7 @@ from core.model import KernelExpansion
 from core.platt import fit_platt, platt_probability
 from spark_bsvm.engine.blocks import rows_column
 from spark_bsvm.engine.session import is_connect
+from spark_bsvm.engine.stage import check_rows
 from spark_bsvm.ml.params import _BSVMParams, _PredictionSetters, check_params
 from spark_bsvm.ml.summary import BSVMSummary, BSVMTrainingSummary
 
@@ -140,7 +141,19 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
     # ---- calibration and evaluation -------------------------------------------------------------
 
     def calibrate(self, dataset):
-        """Fit Platt's sigmoid on ``dataset`` (held out from training); enables ``probabilityCol``."""
+        """Fit Platt's sigmoid on ``dataset`` (held out from training); enables ``probabilityCol``.  Its rows are
+        checked first as training rows are, and must have the model's features and label values."""
+        summary = check_rows(dataset, self.getFeaturesCol(), self.getLabelCol())
+        if summary.n_features != self.numFeatures:
+            raise ValueError(f"the calibration rows have {summary.n_features} features, the model "
+                             f"{self.numFeatures}: calibrate on rows assembled as the training rows were")
+        if set(summary.classes) != set(self.classes):
+            raise ValueError(f"the calibration rows' label values {summary.classes} are not the model's "
+                             f"{self.classes}")
+        return self._fit_platt(dataset)
+
+    def _fit_platt(self, dataset):
+        """``calibrate`` on rows already checked (a fit's calibration rows: ``_BSVMEstimator._training_rows``)."""
         label = self.getLabelCol()
         scored = dataset.select(self._scores(dataset, DecisionRule())["f"].alias("f"), label)
         rows = scored.collect()

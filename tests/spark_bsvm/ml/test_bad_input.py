@@ -85,11 +85,27 @@ def _refused(estimator, df, message, caplog, by_tasks=False):
         assert "starting" not in caplog.text and "training tasks" not in caplog.text  # no training stage
 
 
+@pytest.mark.parametrize("calibration", [0.0, 0.4])
 @pytest.mark.parametrize("schema, rows, params, message", [case[1:] for case in MATRIX],
                          ids=[case[0] for case in MATRIX])
-def test_bad_data_is_refused_with_one_line_before_training(spark, schema, rows, params, message, caplog):
+def test_bad_data_is_refused_with_one_line_before_training(spark, schema, rows, params, message, calibration,
+                                                           caplog):
+    """Also where a bad row may fall among the calibration rows, which no training stage reads (they were
+    used as they were: a third label as the negative class)."""
     df = spark.createDataFrame(rows, schema).repartition(2)
-    _refused(CSVC(gamma=1.0, numPartitions=2, coordinatorMode="executor", **params), df, message, caplog)
+    _refused(CSVC(gamma=1.0, numPartitions=2, coordinatorMode="executor", calibrationFraction=calibration,
+                  **params), df, message, caplog)
+
+
+def test_calibrating_a_model_checks_the_rows_and_their_labels(spark):
+    model = CSVC(gamma=1.0).fit(spark.createDataFrame(GOOD * 4, VECTOR))
+    with pytest.raises(ValueError, match="^" + VALUES + "$"):
+        model.calibrate(spark.createDataFrame(GOOD + dense(([NAN, 1.0], 1.0)), VECTOR))
+    with pytest.raises(ValueError, match=r"the calibration rows' label values \[0.0, 2.0\] are not the model's"):
+        model.calibrate(spark.createDataFrame(dense(([0.0, 1.0], 0.0), ([1.0, 0.0], 2.0)), VECTOR))
+    with pytest.raises(ValueError, match="the calibration rows have 3 features, the model 2"):
+        model.calibrate(spark.createDataFrame(dense(([0.0, 1.0, 0.0], 0.0), ([1.0, 0.0, 0.0], 1.0)), VECTOR))
+    assert model.calibrate(spark.createDataFrame(GOOD * 3, VECTOR)).platt is not None
 
 
 @pytest.mark.parametrize("schema, rows, params, message", [case[1:] for case in MATRIX],

@@ -85,7 +85,8 @@ def test_param_maps_that_choose_other_rows_get_checks_and_stages_of_their_own(sp
     expected = fitted_one_by_one(estimator, df, param_maps)
     del checks[:], stages[:]
     assert_same_models(estimator.fit(df, param_maps), expected)
-    assert len(checks) == len(stages) == 3  # unweighted, weighted, unweighted less the calibration rows
+    assert len(stages) == 3  # unweighted, weighted, unweighted less the calibration rows
+    assert len(checks) == 4  # the same, and every row once more before the calibration rows are split off
 
 
 def test_a_param_map_that_fails_leaves_the_others_fitting_alone(train, stages):
