@@ -30,7 +30,7 @@ from typing import Callable
 from pyspark import keyword_only
 from pyspark.ml.base import _FitMultipleIterator
 from pyspark.ml.classification import ProbabilisticClassifier
-from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
+from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable, DefaultParamsWriter
 from pyspark.sql import functions as F
 
 from core.grid import fit_grid
@@ -40,6 +40,7 @@ from spark_bsvm.engine.shared_results import SharedResults
 from spark_bsvm.engine.session import executor_slots
 from spark_bsvm.engine.stage import check_rows
 from spark_bsvm.engine.training import resolve_mode, train, train_in_turn
+from spark_bsvm.ml.model import ConnectOverwrite
 from spark_bsvm.ml.params import GRID_PARAMS, _KernelParams, _ValidationParams, check_params
 from spark_bsvm.ml.summary import setting_params
 
@@ -80,6 +81,11 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
 
     core: CoreCall  # set by each estimator class
     model_class: type  # the method's model class
+
+    def write(self):
+        """An ``MLWriter`` of the estimator's params (MLlib's metadata), whose ``overwrite()`` works under Spark
+        Connect too."""
+        return _EstimatorWriter(self)
 
     @keyword_only
     def setParams(self, **kwargs):
@@ -282,6 +288,10 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
             model._fit_platt(plan.holdout)
         model._set_training_summary(plan.training)
         return model
+
+
+class _EstimatorWriter(ConnectOverwrite, DefaultParamsWriter):
+    """pyspark's writer of an estimator's params, with ``ConnectOverwrite``."""
 
 
 class _SharedStages:

@@ -133,9 +133,12 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
 
     def copy(self, extra=None):
         """A copy with its own expansion (calibrating the copy leaves this model as it is), the same uid and
-        ``extra`` params on top of these."""
+        ``extra`` params on top of these; its training summary, if this model has one, scores the copy (a
+        threshold in ``extra`` changes its accuracy)."""
         that = super().copy(extra)
         that.expansion = copy.deepcopy(self.expansion)
+        if self._training_summary is not None:
+            that._set_training_summary(self._training_summary._dataset)
         return that
 
     # ---- calibration and evaluation -------------------------------------------------------------
@@ -248,20 +251,25 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
         return _BSVMModelReader(cls)
 
 
-class _BSVMModelWriter(MLWriter):
-    """Params as MLlib metadata (JSON) and the expansion as one binary Parquet row beside it."""
-
-    def __init__(self, instance):
-        super().__init__()
-        self.instance = instance
+class ConnectOverwrite:
+    """An ``MLWriter`` mixin whose ``overwrite()`` works under Spark Connect too: the writer's own way reaches
+    into the JVM, which Connect hides; Connect's ML helper removes the old files instead."""
 
     def _handleOverwrite(self, path):
-        if is_connect(self.sparkSession):  # MLWriter's own way reaches into the JVM, which Connect hides
+        if is_connect(self.sparkSession):
             from pyspark.ml.connect.readwrite import RemoteMLWriter
 
             RemoteMLWriter.handleOverwrite(path, True)
         else:
             super()._handleOverwrite(path)
+
+
+class _BSVMModelWriter(ConnectOverwrite, MLWriter):
+    """Params as MLlib metadata (JSON) and the expansion as one binary Parquet row beside it."""
+
+    def __init__(self, instance):
+        super().__init__()
+        self.instance = instance
 
     def saveImpl(self, path):
         DefaultParamsWriter.saveMetadata(self.instance, path, self.sparkSession)

@@ -164,6 +164,9 @@ def test_copy_is_independent_of_the_original(train, calibrated):
     assert "probability" in copy.transform(df).columns and "probability" not in uncalibrated.transform(df).columns
     assert copy.uid == uncalibrated.uid and copy.expansion is not uncalibrated.expansion
     np.testing.assert_array_equal(copy.expansion.coef, uncalibrated.expansion.coef)
+    shifted = uncalibrated.copy({uncalibrated.threshold: 5.0})  # every row negative: the summary scores the copy
+    assert shifted.summary.accuracy == pytest.approx(shifted.evaluate(df).accuracy)
+    assert shifted.summary.accuracy < uncalibrated.summary.accuracy
 
 
 def test_a_missing_features_column_is_mllibs_illegal_argument(train, calibrated):

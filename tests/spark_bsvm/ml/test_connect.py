@@ -62,6 +62,9 @@ def test_fit_save_load_transform_under_connect(connect_spark, rings, frame, refe
     path = str(tmp_path / method)
     model.write().save(path)
     model.write().overwrite().save(path)  # overwriting goes through Connect's ML helper, not the JVM
+    estimator.write().save(path + "-estimator")
+    estimator.copy({estimator.seed: 7}).write().overwrite().save(path + "-estimator")  # the estimator's too
+    assert type(estimator).load(path + "-estimator").getSeed() == 7
     loaded = BSVMModel.load(path)
     assert type(loaded) is type(model) and loaded.uid == model.uid
     decisions = _decisions(loaded, frame)
