@@ -85,16 +85,13 @@ def session_and_model(args, config, use):
     if not path:
         raise ValueError(f"no model to {use}: pass --model or set [output] model")
     spark = session()
-    from pyspark.errors import AnalysisException
     from pyspark.ml import PipelineModel
 
-    try:
+    from spark_bsvm.app import loaders
+
+    with loaders.reported_missing(f"no saved model at {path}: train one first (jobs/train.py saves it at "
+                                  "[output] model) or pass --model"):
         return spark, path, PipelineModel.load(path)
-    except AnalysisException as exc:  # on Spark's default filesystem, which may not be the local one
-        if "PATH_NOT_FOUND" in str(exc):  # the condition's name, in the message of every pyspark version
-            raise ValueError(f"no saved model at {path}: train one first (jobs/train.py saves it at [output] "
-                             "model) or pass --model") from None
-        raise
 
 
 def run(main, argv=None):

@@ -16,6 +16,7 @@ Formats (``[data] source``):
     forest_synthetic  the Forest-shaped set (``core.synthetic.make_forest_like``), written once as Parquet
 """
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pyspark.ml.feature import MinMaxScaler, OneHotEncoder, StandardScaler, StringIndexer, VectorAssembler
@@ -50,8 +51,23 @@ def load(spark, data, path=None):
     path = path or data["path"]
     if path is None and source not in ("generated",):
         raise ValueError(f"[data] source {source!r} needs a path: set [data] path (or --set data.path=...)")
-    loaded = SOURCES[source](spark, data, path)
+    with reported_missing(f"no {source} input at {path}: check [data] path, test_path or --input"):
+        loaded = SOURCES[source](spark, data, path)
     return Loaded(_binary_label(loaded.frame, data["positive_label"]), loaded.stages, loaded.features_col)
+
+
+@contextmanager
+def reported_missing(message):
+    """Spark's error for a path that does not exist (on Spark's default filesystem, which may not be the local
+    one) as ``ValueError(message)``, the jobs' one line and exit 2; its other errors as they are."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        yield
+    except AnalysisException as exc:
+        if "PATH_NOT_FOUND" in str(exc):  # the condition's name, in the message of every pyspark version
+            raise ValueError(message) from None
+        raise
 
 
 def with_scaling(loaded, scale):
@@ -83,8 +99,10 @@ def with_libsvm_width(spark, data, paths, model_width=None):
     paths = [path for path in paths if path]
     if data["source"] != "libsvm" or data["num_features"] or not paths:
         return data
-    widths = {path: spark.read.format("libsvm").load(path).schema[FEATURES].metadata["numFeatures"]
-              for path in paths}
+    widths = {}
+    for path in paths:
+        with reported_missing(f"no libsvm input at {path}: check [data] path, test_path or --input"):
+            widths[path] = spark.read.format("libsvm").load(path).schema[FEATURES].metadata["numFeatures"]
     if model_width is None:
         return dict(data, num_features=max(widths.values()))
     for path, width in widths.items():

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from jobs import evaluate, predict, train
+from jobs import evaluate, predict, retrain, train
 from spark_bsvm.app import cli
 
 pytestmark = pytest.mark.spark
@@ -82,6 +82,17 @@ def test_a_missing_model_is_one_line_and_exit_2(spark, job, extra, capsys, tmp_p
     assert cli.run(job.main, ["--config", train.DEFAULT_CONFIG, "--model", missing] + extra) == cli.EXIT_BAD_INPUT
     assert capsys.readouterr().err == (f"error: no saved model at {missing}: train one first (jobs/train.py saves "
                                        "it at [output] model) or pass --model\n")
+
+
+@pytest.mark.parametrize("source", ["parquet", "csv", "libsvm"])
+def test_missing_input_data_is_one_line_and_exit_2(spark, source, capsys, tmp_path):
+    """The nightly retraining's file not there (yet): the fix named, not Spark's traceback and exit 1."""
+    missing = str(tmp_path / "2026-12-01.data")
+    args = ["--set", f"retrain.registry={tmp_path / 'registry'}", "--set", f"data.source={source}",
+            "--set", f"data.path={missing}"] + (["--set", "data.label_column=label"] * (source == "parquet"))
+    assert cli.run(retrain.main, args) == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err == (f"error: no {source} input at {missing}: check [data] path, test_path or "
+                                       "--input\n")
 
 
 def test_the_tuning_config_reports_and_plots_the_validation_path_beside_the_test_path(spark, job_cwd, tmp_path):
