@@ -161,6 +161,8 @@ def _check_values(config, source):
     for key in ("margin", "lock_wait_minutes"):
         if "retrain" in config and not config["retrain"][key] >= 0:
             raise ConfigError(f"{source}: [retrain] {key} must be >= 0, got {config['retrain'][key]}")
+    if "output" in config and config["output"]["plot_rows"] < 1:  # before the fit, not when plotting after it
+        raise ConfigError(f"{source}: [output] plot_rows must be >= 1, got {config['output']['plot_rows']}")
     data = config.get("data")
     if data is None:
         return

@@ -54,6 +54,7 @@ def test_overrides_parse_toml_values_and_bare_strings(tmp_path):
     (BASE, ["data.seed=true"], r"\[data\] seed = True has the wrong type; expected int"),
     (BASE, ["data.deduplicate=3"], r"deduplicate = 3 has the wrong type; expected bool"),
     (BASE, ["data.scale=log"], r"scale must be none, minmax or standard, got 'log'"),
+    (BASE, ["output.plot_rows=0"], r"\[output\] plot_rows must be >= 1, got 0"),
     (BASE, ["model"], r"override 'model' must look like section.key=value"),
     (BASE, ["data.source.x=1"], r"'source' is a value, not a section"),
     ('[data]\nsource = "csv"\n', [], r"section \[model\] is missing; it needs \['method'\]"),
