@@ -406,11 +406,16 @@ def _group_counts(columns):
                                               for name, condition in conditions.items()]
 
 
-def _check_sizes(sizes, n_features):
-    if np.any(sizes != n_features):
-        raise ValueError(f"feature vectors must all have {n_features} entries (the size of the first row), "
-                         f"found sizes {sorted(set(sizes.tolist()) - {n_features})[:5]}; "
-                         "assemble the features consistently")
+def _check_sizes(rows, n_features):
+    """A ValueError unless every row of the ``FeatureEntries`` ``rows`` is a vector of ``n_features`` entries
+    (the training data's, or the model's when scoring; the training checks name null rows before this)."""
+    if rows.null.any():
+        raise ValueError(f"the features column has {np.count_nonzero(rows.null)} null value(s); drop or impute "
+                         "those rows")
+    if np.any(rows.sizes != n_features):
+        raise ValueError(f"feature vectors must all have {n_features} entries, found sizes "
+                         f"{sorted(set(rows.sizes.tolist()) - {n_features})[:5]}; assemble the features as the "
+                         "training rows were")
 
 
 def rows_from_arrow(column, n_features, dense=False):
@@ -479,7 +484,7 @@ def _block(rows, n_features, dense):
     """``rows_from_arrow``'s block of the ``FeatureEntries`` ``rows`` (a ValueError for rows of another size
     than ``n_features``)."""
     n = rows.lengths.size
-    _check_sizes(rows.sizes, n_features)
+    _check_sizes(rows, n_features)
     if rows.sparse is None:  # every row dense: a list, or a dense vector
         return rows.values.reshape(n, n_features)
     data, lengths = rows.values, rows.lengths

@@ -150,8 +150,10 @@ def test_a_list_column_becomes_a_dense_block_and_its_sizes_are_checked():
                  rows_from_arrow(_arrow_vectors(X, dense_rows=range(4)), 3)):  # dense vectors alike
         np.testing.assert_array_equal(rows, X)
         assert rows.flags.writeable and rows.flags.c_contiguous
-    with pytest.raises(ValueError, match=r"must all have 3 entries \(the size of the first row\), found sizes \[2\]"):
+    with pytest.raises(ValueError, match=r"must all have 3 entries, found sizes \[2\]; assemble the features as"):
         rows_from_arrow(pa.array([[1.0, 2.0, 3.0], [1.0, 2.0]], pa.list_(pa.float64())), 3)
+    with pytest.raises(ValueError, match=r"^the features column has 1 null value\(s\); drop or impute those rows$"):
+        rows_from_arrow(pa.array([[1.0, 2.0, 3.0], None], pa.list_(pa.float64())), 3)
 
 
 @pytest.mark.parametrize("element", ["double", "float"])
