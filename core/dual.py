@@ -27,6 +27,7 @@ from core.progress import Progress
 from core.rows import stack_rows
 from core.smo import smo_solve
 from core.support_set import SupportSet
+from core.validation import check_integer
 from core.working_set import WorkingSetKernel
 
 log = logging.getLogger("spark_bsvm")
@@ -158,12 +159,13 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     the kernel between features, and the support set holds features); the
     whole map goes with the first request and rebuilds, later ones carry its key.
     """
+    (size,) = check_integer(1, working_set_size=working_set_size)
+    (max_rounds,) = check_integer(0, max_rounds=max_rounds)
     support = SupportSet() if support is None else support
     spec = kernel.to_dict()
     feature_map = feature_map or {}
     base = {"kernel": spec, "C": problem.C, "ridge": float(ridge), "map_key": feature_map.get("map_key"),
             "shrink_below": -np.inf, "shrink_above": np.inf, "unshrink": False}
-    size = working_set_size
     request = dict(base, **feature_map, **_NO_UPDATE, reset=reset, n_select=_per_share(size))
     if reset:
         request = _rebuild_request(request, support, engine)

@@ -89,7 +89,7 @@ from core.progress import Progress
 from core.rows import as_rows, is_sparse, squared_norms, stack_rows, take_rows, to_csr
 from core.selection import check_selection, summed, validation_record
 from core.threads import one_blas_thread
-from core.validation import check_positive
+from core.validation import check_integer, check_positive
 
 log = logging.getLogger("spark_bsvm")
 
@@ -216,9 +216,8 @@ def fit_ebsvm(engine, *, budget, lam, kernel, epochs=1, batch_size=1024, eta_the
                                                    average_fraction, seed)
     kernel = kernel.for_data(engine)
     check_selection(select, tolerance, engine.n_validation)
-    if checkpoints is not None and (isinstance(checkpoints, bool) or int(checkpoints) != checkpoints
-                                    or checkpoints < 1):
-        raise ValueError(f"checkpoints must be an integer >= 1, got {checkpoints!r}")
+    if checkpoints is not None:
+        check_integer(1, checkpoints=checkpoints)
     described = engine.run(ebsvm_describe, {})
     sizes = np.array([a["n"] for a in described], np.int64)
     keys = np.array([a["key"] for a in described], np.int64)
@@ -301,13 +300,7 @@ def _check_args(budget, lam, kernel, epochs, batch_size, eta_theta, average_frac
     if not 0.0 <= average_fraction <= 1.0:
         raise ValueError(f"average_fraction must be in [0, 1] (0: the last iterate), got {average_fraction!r}")
     check_positive(lam=lam, eta_theta=eta_theta)
-    ints = []
-    for name, value, low in (("budget", budget, 1), ("epochs", epochs, 1), ("batch_size", batch_size, 1),
-                             ("seed", seed, 0)):
-        if isinstance(value, bool) or not float(value).is_integer() or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        ints.append(int(value))
-    return ints
+    return check_integer(1, budget=budget, epochs=epochs, batch_size=batch_size) + check_integer(0, seed=seed)
 
 
 # One EBSVM step per example (the algorithm of the module doc), with a_j = beta_j / (lambda t):

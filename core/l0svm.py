@@ -104,7 +104,7 @@ from core.partition.l0svm import l0_remap, l0_support, sample_rows
 from core.rows import n_rows, stack_rows, take_rows
 from core.support_set import SupportSet
 from core.threads import one_blas_thread
-from core.validation import check_positive
+from core.validation import check_integer, check_positive
 
 log = logging.getLogger("spark_bsvm")
 
@@ -138,9 +138,7 @@ def fit_l0svm(engine, *, C_xi=1.0, C_alpha=0.2, kernel=None, margin="kernel", ep
     check_positive(C_xi=C_xi, C_alpha=C_alpha, eps=eps, tol=tol)
     if margin not in MARGINS:
         raise ValueError(f"margin must be one of {MARGINS}, got {margin!r}")
-    for name, value in (("max_outer", max_outer), ("m0", m0)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    max_outer, m0 = check_integer(1, max_outer=max_outer, m0=m0)
     centers, center_ids = _initial_centers(engine, initial, m0, seed)
     a = np.ones(n_rows(centers))  # step 1
     sizes = [int(a.size)]

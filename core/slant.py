@@ -88,7 +88,7 @@ from core.progress import Progress
 from core.rows import stack_rows, take_rows
 from core.selection import check_selection, summed, validation_record
 from core.threads import one_blas_thread
-from core.validation import check_positive
+from core.validation import check_integer, check_positive
 
 log = logging.getLogger("spark_bsvm")
 
@@ -252,10 +252,8 @@ def _check(engine, reference, eta, epsilon, max_support, max_steps, candidates_p
     check_positive(eta=eta)
     if not (np.isfinite(epsilon) and epsilon >= 0):
         raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
-    for name, value in (("max_support", max_support), ("max_steps", max_steps),
-                        ("candidates_per_class", candidates_per_class)):
-        if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    optional = {"max_support": max_support, "max_steps": max_steps, "candidates_per_class": candidates_per_class}
+    check_integer(1, **{name: value for name, value in optional.items() if value is not None})
 
 
 def _step_limit(max_steps, sq_norm, eta, epsilon, kmax):

@@ -85,7 +85,7 @@ from core.partition.spsvm import (BIAS_TERM, SCORE_SUMS, basis_kernel, spsvm_add
 from core.rows import as_rows, n_rows, stack_rows, take_rows
 from core.selection import check_selection, summed, validation_record
 from core.threads import one_blas_thread
-from core.validation import check_positive
+from core.validation import check_integer, check_positive
 
 log = logging.getLogger("spark_bsvm")
 
@@ -491,10 +491,7 @@ def fit_spsvm(engine, *, max_basis, lam, kernel, kappa=10, seed=0, selection="me
         raise ValueError("kernel must be a KernelSpec, e.g. KernelSpec('rbf', gamma=1.0)")
     kernel = kernel.for_data(engine)
     check_positive(lam=lam)
-    if int(max_basis) != max_basis or max_basis < 1:
-        raise ValueError(f"max_basis must be an integer >= 1, got {max_basis!r}")
-    if int(kappa) != kappa or kappa < 1:
-        raise ValueError(f"kappa must be an integer >= 1, got {kappa!r}")
+    max_basis, kappa = check_integer(1, max_basis=max_basis, kappa=kappa)
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
     if retrain not in RETRAINS:

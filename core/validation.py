@@ -16,6 +16,21 @@ def check_positive(**values):
             raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
 
+def check_integer(low, **values):
+    """The ``values`` (name=value) as Python ints, in order, or a ValueError naming the first that is not an
+    integer >= ``low`` (numpy integers and integral floats such as 1e3 count; bools and strings do not)."""
+    checked = []
+    for name, value in values.items():
+        try:
+            ok = not isinstance(value, (bool, np.bool_)) and float(value).is_integer() and value >= low
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        checked.append(int(value))
+    return checked
+
+
 def check_weights(weights, n):
     """``weights`` as a float64 array of n positive finite numbers, or a ValueError naming what is wrong
     with them (the engines train on positive weights only: rows of weight 0 contribute nothing)."""

@@ -21,7 +21,7 @@ from core.l0svm import MARGINS
 from core.selection import SELECT_RULES
 from core.spsvm import RETRAINS, SELECTIONS
 from core.svc import NORMS
-from core.validation import check_positive
+from core.validation import check_integer, check_positive
 from spark_bsvm.engine.stage import STAGE_RESTARTS
 from spark_bsvm.engine.training import MODES
 
@@ -34,8 +34,7 @@ def positive(name, value):
 
 def at_least(low):
     def rule(name, value):
-        if not (isinstance(value, int) and value >= low):
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        check_integer(low, **{name: value})
     return rule
 
 
