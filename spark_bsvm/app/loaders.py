@@ -122,8 +122,34 @@ def load_csv(spark, data, path):
                          f"({len(columns)} columns): use 0 for the first column, -1 for the last")
     label = columns[position]
     features = [c for c in columns if c != label]
+    _check_first_csv_row(frame.first(), features, label, path, data["positive_label"])
     frame = frame.select(*(F.col(c).cast("double").alias(c) for c in features), F.col(label).alias("label"))
     return Loaded(frame, [VectorAssembler(inputCols=features, outputCol=FEATURES, handleInvalid="error")])
+
+
+def _check_first_csv_row(row, features, label, path, positive_label):
+    """A ValueError naming the likely cause when ``row``, the file's first (a one-row Spark job; the file's
+    columns took one already), has a feature that is not a number (a header line: the files are read without
+    one) or a text label with no ``positive_label`` to compare it with.  Spark would fail the first job that
+    casts them, after the session's other work, in a traceback."""
+    if row is None:
+        return
+    for name in features:
+        if row[name] is not None and not _is_number(row[name]):
+            raise ValueError(f"the first row of {path} has {row[name]!r} where a feature's number should be: "
+                             "remove its header line (csv files are read without one), or give the file's "
+                             "feature columns only numbers")
+    if positive_label is None and row[label] is not None and not _is_number(row[label]):
+        raise ValueError(f"the first row of {path} has the label {row[label]!r}, which is no number: set [data] "
+                         f"positive_label to the positive class's value (e.g. --set data.positive_label={row[label]})")
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def load_kddcup99(spark, data, path):

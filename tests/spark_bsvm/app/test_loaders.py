@@ -59,6 +59,21 @@ def test_csv_label_position_out_of_range(spark, tmp_path):
         load(spark, data(source="csv", path=str(path), label_column=5))
 
 
+def test_csv_header_line_or_text_labels_are_named_from_the_first_row(spark, tmp_path):
+    """Spark would fail the first job casting them (the fit's, after splitting and encoding) in a traceback."""
+    path = tmp_path / "c.csv"
+    path.write_text("x1,x2,class\n1.5,2.0,yes\n0.0,-1.0,no\n")
+    with pytest.raises(ValueError, match=r"first row of .*c.csv has 'x1' where a feature's number should be: "
+                                         r"remove its header line"):
+        load(spark, data(source="csv", path=str(path)))
+    path.write_text("1.5,2.0,yes\n0.0,-1.0,no\n")
+    with pytest.raises(ValueError, match=r"has the label 'yes', which is no number: set \[data\] positive_label .*"
+                                         r"--set data.positive_label=yes"):
+        load(spark, data(source="csv", path=str(path)))
+    X, y = encoded(load(spark, data(source="csv", path=str(path), positive_label="yes")))
+    assert np.array_equal(X, [[1.5, 2.0], [0.0, -1.0]]) and list(y) == [1.0, 0.0]
+
+
 def kdd_line(duration, protocol, service, flag, label):
     return ",".join([str(duration), protocol, service, flag] + ["1"] * 37 + [label]) + "\n"
 
