@@ -2,7 +2,8 @@
 
 Reads every row of [data] (no test split; --input overrides [data] path),
 encodes them with the model's own feature stages and writes the columns
-label (when the input has one), prediction (in the training label values)
+label (when the input has one: Parquet rows to score may come without it),
+prediction (in the training label values)
 and decision (f(x) = sum_j coef_j K(s_j, x) + b).
 
     python jobs/predict.py --config conf/quickstart.toml --output out/quickstart/scores
@@ -27,9 +28,9 @@ def main(argv=None):
     svm = report.svm_stage(model)
     data = loaders.with_libsvm_width(spark, config["data"], [args.input or config["data"]["path"]],
                                      model_width=svm.numFeatures)
-    rows = loaders.load(spark, data, path=args.input).frame
+    rows = loaders.load(spark, data, path=args.input, labelled=False).frame
     scored = model.transform(rows).select(
-        "label", svm.getPredictionCol(),
+        *(["label"] if "label" in rows.columns else []), svm.getPredictionCol(),
         F.element_at(vector_to_array(svm.getRawPredictionCol()), 2).alias("decision"))
     scored.write.mode("overwrite").parquet(args.output)
     print(f"{spark.read.parquet(args.output).count()} rows scored by {path} written to {args.output}")

@@ -16,6 +16,7 @@ Formats (``[data] source``):
     forest_synthetic  the Forest-shaped set (``core.synthetic.make_forest_like``), written once as Parquet
 """
 
+import functools
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -43,8 +44,10 @@ class Loaded:
     features_col: str = FEATURES
 
 
-def load(spark, data, path=None):
-    """The ``Loaded`` rows of the ``[data]`` config section (``path`` overrides ``data["path"]``)."""
+def load(spark, data, path=None, labelled=True):
+    """The ``Loaded`` rows of the ``[data]`` config section (``path`` overrides ``data["path"]``).
+    ``labelled=False``: rows to score, which Parquet may give without their label column (the text formats
+    hold a label in every row)."""
     source = data["source"]
     if source not in SOURCES:
         raise ValueError(f"[data] source {source!r} is unknown; use one of {sorted(SOURCES)}")
@@ -52,7 +55,11 @@ def load(spark, data, path=None):
     if path is None and source not in ("generated",):
         raise ValueError(f"[data] source {source!r} needs a path: set [data] path (or --set data.path=...)")
     with reported_missing(f"no {source} input at {path}: check [data] path, test_path or --input"):
-        loaded = SOURCES[source](spark, data, path)
+        read = functools.partial(load_parquet, labelled=False) if source == "parquet" and not labelled \
+            else SOURCES[source]
+        loaded = read(spark, data, path)
+    if "label" not in loaded.frame.columns:
+        return loaded
     return Loaded(_binary_label(loaded.frame, data["positive_label"]), loaded.stages, loaded.features_col)
 
 
@@ -172,14 +179,17 @@ def load_kddcup99(spark, data, path):
     return Loaded(frame, stages)
 
 
-def load_parquet(spark, data, path):
-    """Parquet with a vector (or array) column ``features_column``, or numeric ``feature_columns``."""
+def load_parquet(spark, data, path, labelled=True):
+    """Parquet with a vector (or array) column ``features_column``, or numeric ``feature_columns``.
+    ``labelled=False``: rows to score, which may come without the label column."""
     frame = spark.read.parquet(path)
     label = data["label_column"]
-    if not isinstance(label, str) or label not in frame.columns:
+    has_label = isinstance(label, str) and label in frame.columns
+    if labelled and not has_label:
         raise ValueError(f"[data] label_column = {label!r} is not a column of {path}; its columns are "
                          f"{frame.columns}")
-    frame = frame.withColumnRenamed(label, "label") if label != "label" else frame
+    frame = frame.withColumnRenamed(label, "label") if has_label and label != "label" else frame
+    kept = ["label"] if has_label else []
     vector = data["features_column"]
     if vector is not None:
         if vector not in frame.columns:
@@ -190,13 +200,13 @@ def load_parquet(spark, data, path):
         elif not isinstance(kind, VectorUDT):
             raise ValueError(f"[data] features_column {vector!r} is {kind.simpleString()}, not a vector or "
                              "array; list numeric columns in feature_columns instead")
-        return Loaded(frame.select(vector, "label"), [], vector)
+        return Loaded(frame.select(vector, *kept), [], vector)
     columns = data["feature_columns"] or [c for c in frame.columns if c != "label"]
     bad = [c for c in columns if c not in frame.columns or not isinstance(frame.schema[c].dataType, NumericType)]
     if bad:
         raise ValueError(f"[data] feature columns {bad} of {path} are missing or not numeric; set "
                          "feature_columns to numeric columns or features_column to a vector column")
-    frame = frame.select(*(F.col(c).cast("double").alias(c) for c in columns), "label")
+    frame = frame.select(*(F.col(c).cast("double").alias(c) for c in columns), *kept)
     return Loaded(frame, [VectorAssembler(inputCols=columns, outputCol=FEATURES, handleInvalid="error")])
 
 

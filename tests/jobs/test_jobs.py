@@ -134,3 +134,23 @@ def test_libsvm_files_narrower_than_the_training_file_are_read_at_its_width(spar
     assert spark.read.parquet(str(tmp_path / "scores")).count() == 60
     assert cli.run(predict.main, args + ["--model", model, "--input", wide, "--output", str(tmp_path / "s2")]) == 2
     assert f"{wide} has features up to index 5, but the model was trained on 4" in capsys.readouterr().err
+
+
+def test_predict_scores_parquet_rows_that_have_no_label(spark, job_cwd, tmp_path, capsys):
+    """Rows to score seldom come with their label: predict.py's docstring promised to write it only when there."""
+    from core.synthetic import make_rings
+
+    X, y = make_rings(300, 4, seed=2)
+    columns = ["a", "b", "c", "d"]
+    rows = [(*map(float, x), float(label > 0)) for x, label in zip(X, y)]
+    spark.createDataFrame(rows, columns + ["label"]).write.parquet(str(tmp_path / "train"))
+    spark.createDataFrame([r[:4] for r in rows[:50]], columns).write.parquet(str(tmp_path / "new"))
+    args = ["--config", train.DEFAULT_CONFIG, "--set", "data.source=parquet", "--set", f"data.path={tmp_path}/train",
+            "--set", "data.label_column=label", "--set", "model.params.spsvm.maxBasis=10"]
+    assert train.main(args + ["--set", f"output.model={tmp_path}/model"]) == 0
+    assert predict.main(args + ["--model", f"{tmp_path}/model", "--input", f"{tmp_path}/new",
+                                "--output", f"{tmp_path}/scores"]) == 0
+    scores = spark.read.parquet(f"{tmp_path}/scores")
+    assert scores.columns == ["prediction", "decision"] and scores.count() == 50
+    assert cli.run(train.main, args + ["--set", f"data.path={tmp_path}/new"]) == cli.EXIT_BAD_INPUT  # training needs it
+    assert "label_column = 'label' is not a column of" in capsys.readouterr().err
