@@ -177,6 +177,16 @@ def test_a_missing_features_column_is_mllibs_illegal_argument(train, calibrated)
     assert calibrated.transform(df.drop("label")).count() == df.count()  # the label is not an input
 
 
+def test_an_output_column_the_frame_has_already_is_refused_as_mllib_does(train, calibrated):
+    scored = calibrated.transform(train[2])
+    for param, column in (("probabilityCol", "probability"), ("rawPredictionCol", "rawPrediction"),
+                          ("predictionCol", "prediction")):
+        with pytest.raises(ValueError, match=rf"^the DataFrame has a column '{column}' already: set {param} to "):
+            calibrated.transform(scored.select("features", column))
+    assert calibrated.copy({calibrated.predictionCol: "again"}).transform(scored.drop("probability",
+                                                                                      "rawPrediction")).count()
+
+
 @pytest.mark.parametrize("udf", ["arrow", "pandas"])
 def test_transform_scores_dense_and_sparse_vectors_alike_and_names_a_wrong_size(spark, train, calibrated, udf,
                                                                                  monkeypatch):
