@@ -20,7 +20,8 @@ exit codes:
     1  failed (traceback on stderr); CURRENT is unchanged unless the run got past promotion
 
     spark-submit --properties-file conf/spark-defaults.conf jobs/retrain.py \\
-        --config conf/retrain.toml --set data.path=/data/2026-11-23.parquet
+        --config conf/retrain.toml --set data.source=parquet --set data.label_column=label \\
+        --set data.path=/data/2026-11-23.parquet
 """
 
 import sys

@@ -6,7 +6,7 @@ time; [output] says where the model, the JSON report and the PNG go.
 
     python jobs/train.py                                    # conf/quickstart.toml
     spark-submit --master local[2] --properties-file conf/spark-defaults.conf \\
-        jobs/train.py --config conf/kddcup99.toml --set model.params.budget=500
+        jobs/train.py --config conf/kddcup99.toml --set model.method=budget_l1
 """
 
 import sys

@@ -15,6 +15,9 @@ from spark_bsvm.app import config as config_module
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
+# Spark's reads warn with a Java stack trace (~90 lines) where a path is missing, before the job's one line
+# names it; its streaming sinks' logger is the one that does (conf/log4j2.properties does the same)
+MISSING_PATH_LOGGER = "org.apache.spark.sql.execution.streaming"
 
 
 def job_parser(doc, default_config=None):
@@ -68,6 +71,8 @@ def session():
     configure_logging()
     spark = default_spark_session()
     spark.sparkContext.setLogLevel("WARN")
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    log4j.core.config.Configurator.setLevel(MISSING_PATH_LOGGER, log4j.Level.ERROR)
     return spark
 
 

@@ -84,6 +84,23 @@ def test_a_missing_model_is_one_line_and_exit_2(spark, job, extra, capsys, tmp_p
                                        "it at [output] model) or pass --model\n")
 
 
+def test_a_missing_model_prints_no_java_stack_trace_before_its_line(tmp_path):
+    """A real process (Spark's log goes to the JVM's stderr): Spark's read warned with ~90 lines of stack trace
+    before the job's one line."""
+    import os
+    import subprocess
+
+    from tests.spark_bsvm.app.test_registry import ROOT
+
+    missing = tmp_path / "never-trained"
+    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "evaluate.py"), "--model", str(missing), "--config",
+                           train.DEFAULT_CONFIG], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == cli.EXIT_BAD_INPUT and "Exception" not in done.stderr
+    assert done.stderr.endswith(f"error: no saved model at {missing}: train one first (jobs/train.py saves it at "
+                                "[output] model) or pass --model\n")
+
+
 @pytest.mark.parametrize("source", ["parquet", "csv", "libsvm"])
 def test_missing_input_data_is_one_line_and_exit_2(spark, source, capsys, tmp_path):
     """The nightly retraining's file not there (yet): the fix named, not Spark's traceback and exit 1."""
