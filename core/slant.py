@@ -239,7 +239,9 @@ def check_reference(reference, n_features, classes):
     if reference.n_features != n_features:
         raise ValueError(f"the reference model has {reference.n_features} features but the data has "
                          f"{n_features}: sparsify on the data the reference was trained on")
-    if [str(c) for c in reference.classes] != [str(c) for c in classes]:
+    # equal values (1 and 1.0: a reference trained on int labels, data read as doubles) or equal texts
+    if len(reference.classes) != len(classes) or any(a != b and str(a) != str(b)
+                                                     for a, b in zip(reference.classes, classes)):
         raise ValueError(f"the reference model's label values {list(reference.classes)} differ from the data's "
                          f"{list(classes)}: use the labels the reference was trained with")
 

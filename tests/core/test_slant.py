@@ -362,6 +362,8 @@ def test_a_reference_for_other_data_is_refused(problem):
     X, y, reference = problem
     with pytest.raises(ValueError, match=r"label values \[-1.0, 1.0\] differ from the data's \[0, 1\]"):
         fit_slant(LocalEngine(X, (y > 0).astype(int)), reference)
+    as_ints = fit_slant(LocalEngine(X, y.astype(int)), reference, max_support=3)  # -1 and 1 are -1.0 and 1.0
+    assert as_ints.classes == [-1, 1] and as_ints.n_support == 3
     with pytest.raises(ValueError, match="the reference model has 4 features but the data has 3"):
         fit_slant(LocalEngine(X[:, :3], y), reference)
     with pytest.raises(ValueError, match="reference must be a KernelExpansion"):
