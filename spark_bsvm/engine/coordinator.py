@@ -23,7 +23,8 @@ model.  The fit resumes where it was.
 
 import logging
 import secrets
-import threading
+
+from pyspark import InheritableThread
 
 from core.engine import Engine
 from core.partition import function_name
@@ -101,7 +102,8 @@ class SparkEngine(Engine):
             except Exception as exc:  # reported to the driver loop
                 self._job_error = exc
 
-        self._thread = threading.Thread(target=run_stage, name="spark-bsvm-stage", daemon=True)
+        # the caller's job group and tags go with it (cancelling them stops the fit), as its scheduler pool does
+        self._thread = InheritableThread(run_stage, name="spark-bsvm-stage", daemon=True, session=self._spark)
         self._thread.start()
         try:
             self._coordinator.accept_all()

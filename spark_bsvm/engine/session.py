@@ -68,10 +68,16 @@ def barrier_tasks(spark, num_partitions=None):
     return num_partitions or slots
 
 
+_DESCRIPTION, _INTERRUPT_ON_CANCEL = "spark.job.description", "spark.job.interruptOnCancel"  # Spark's local properties
+
+
 @contextmanager
 def tagged_jobs(spark, tag, description):
     """Label the Spark jobs this thread starts inside the block with ``tag`` (so that ``cancel_jobs`` can
-    stop them) and, on classic sessions, with ``description`` (the Spark UI shows it)."""
+    stop them) and, on classic sessions, with ``description`` (the Spark UI shows it).  A tag adds to what
+    the caller set, where a job group would replace the caller's: the caller's own group and tags stay on
+    the jobs, so that cancelling them (a notebook's cancel, a scheduler's timeout) stops the fit too, and
+    the thread has them, and its description, again after the block."""
     if is_connect(spark):
         spark.addTag(tag)
         try:
@@ -80,12 +86,16 @@ def tagged_jobs(spark, tag, description):
             spark.removeTag(tag)
     else:
         context = spark.sparkContext
-        context.setJobGroup(tag, description, interruptOnCancel=True)
+        before = {key: context.getLocalProperty(key) for key in (_DESCRIPTION, _INTERRUPT_ON_CANCEL)}
+        context.addJobTag(tag)
+        context.setJobDescription(description)
+        context.setInterruptOnCancel(True)
         try:
             yield
         finally:
-            context.setLocalProperty("spark.jobGroup.id", None)
-            context.setLocalProperty("spark.job.description", None)
+            context.removeJobTag(tag)
+            for key, value in before.items():
+                context.setLocalProperty(key, value)
 
 
 def cancel_jobs(spark, tag):
@@ -93,7 +103,7 @@ def cancel_jobs(spark, tag):
     if is_connect(spark):
         spark.interruptTag(tag)
     else:
-        spark.sparkContext.cancelJobGroup(tag)
+        spark.sparkContext.cancelJobsWithTag(tag)
 
 
 def stage_partly_ended(spark, tag):
@@ -101,7 +111,7 @@ def stage_partly_ended(spark, tag):
     whose tasks all start together, a task that ended early (a classic session's status tracker; the
     driver-side coordinator, the one caller, runs on classic sessions only)."""
     tracker = spark.sparkContext.statusTracker()
-    for job in tracker.getJobIdsForGroup(tag):
+    for job in spark.sparkContext._jsc.sc().statusTracker().getJobIdsForTag(tag):  # pyspark's tracker has no tags
         info = tracker.getJobInfo(job)
         for stage in info.stageIds if info else ():
             stage_info = tracker.getStageInfo(stage)

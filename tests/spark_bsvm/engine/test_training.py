@@ -5,6 +5,7 @@ import contextlib
 import logging
 import socket
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -258,3 +259,50 @@ def test_data_that_cannot_be_separated_is_reported_in_one_line(spark, data, mode
     caplog.clear()
     train(data[2], fit_csvc, FITS["csvc"][1], num_partitions=2, mode=mode)  # rings: both classes, no warning
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+@pytest.mark.parametrize("mode", ["driver", "executor"])
+def test_cancelling_the_caller_s_job_group_stops_the_fit_and_leaves_the_group(spark, mode, caplog):
+    """A notebook's cancel, a scheduler's timeout: the fit's jobs carry the caller's job group and tags (the
+    driver mode's stage thread inherits them), which the fit's own label no longer replaced; the fit ran to
+    its end after the cancel, and the executor mode's left the caller's thread without its group."""
+    X, y = make_rings(3000, 4, seed=5)
+    df = to_df(spark, X, y).cache()
+    df.count()
+    context, outcome, started = spark.sparkContext, {}, threading.Event()
+
+    class Started(logging.Handler):
+        def emit(self, record):
+            if "training tasks connected" in record.getMessage() or "starting 2 training tasks" in record.getMessage():
+                started.set()
+
+    def user_request():
+        context.setJobGroup("user-request", "a notebook cell", interruptOnCancel=True)
+        context.addJobTag("user-tag")
+        try:
+            train(df, fit_spsvm, dict(max_basis=2500, lam=1e-3, kernel=KERNEL, kappa=50, tol=0.0), num_partitions=2,
+                  mode=mode)
+            outcome["ended"] = "the fit ran to its end"
+        except Exception as exc:  # the cancelled stage's error
+            outcome["ended"] = type(exc).__name__
+        outcome["group"], outcome["tags"] = context.getLocalProperty("spark.jobGroup.id"), set(context.getJobTags())
+        context.clearJobTags()
+        context.setLocalProperty("spark.jobGroup.id", None)
+
+    handler = Started()
+    logging.getLogger("spark_bsvm.progress").addHandler(handler)
+    try:
+        request = threading.Thread(target=user_request)
+        request.start()
+        assert started.wait(120)
+        tracker = context.statusTracker()
+        while not any(stage.numActiveTasks == 2 for stage in map(tracker.getStageInfo, tracker.getActiveStageIds())
+                      if stage) and request.is_alive():
+            time.sleep(0.05)  # the training stage running, its tasks at work
+        context.cancelJobGroup("user-request")
+        request.join(60)
+    finally:
+        logging.getLogger("spark_bsvm.progress").removeHandler(handler)
+        df.unpersist()
+    assert not request.is_alive() and outcome["ended"] != "the fit ran to its end"
+    assert outcome["group"] == "user-request" and outcome["tags"] == {"user-tag"}
