@@ -2,9 +2,10 @@
 
 A Spark Connect session has no ``sparkContext``, no RDDs and no JVM handle: everything here goes
 through calls both kinds of session have (``spark.conf``, DataFrames), or through the one call each
-kind offers (job tags: the SparkContext's on classic sessions, the session's on Connect sessions).  Arrow batches sized by their
-row count (``row_sized_arrow_batches``) need thread-local properties, and Arrow batches read from a
-DataFrame's own plan (``planned_arrow_batches``) need the JVM: classic sessions only.
+kind offers (job tags: the SparkContext's on classic sessions, the session's on Connect sessions).
+Arrow batches sized by their row count (``row_sized_arrow_batches``) need thread-local properties, and
+Arrow batches read from a DataFrame's own plan (``planned_arrow_batches``) need the JVM: classic
+sessions only.
 """
 
 import threading
