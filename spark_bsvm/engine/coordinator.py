@@ -176,6 +176,8 @@ class SparkEngine(Engine):
         """Stop the tasks, end the stage and close the coordinator (idempotent)."""
         self._log_round_times()
         self._coordinator.stop()
+        if not (self._coordinator.conns or self._coordinator.arrived):  # no task to tell: the stage never started
+            cancel_jobs(self._spark, self._job_group)
         self._thread.join(timeout=60.0)
         if self._thread.is_alive():
             cancel_jobs(self._spark, self._job_group)

@@ -189,7 +189,10 @@ class Coordinator:
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"only {len(self.conns)} of {len(self.partitions)} training tasks connected to "
-                                   f"the spark-bsvm coordinator at {self.address} in {timeout:.0f}s")
+                                   f"the spark-bsvm coordinator at {self.address} in {timeout:.0f}s; a barrier stage "
+                                   "starts only once all its tasks have slots at once: other jobs holding slots (a "
+                                   "second fit, a long job) keep it waiting, so fit after them or with a lower "
+                                   "numPartitions")
             self._poll([])
 
     def send_all(self, message):

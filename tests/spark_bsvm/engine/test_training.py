@@ -306,3 +306,34 @@ def test_cancelling_the_caller_s_job_group_stops_the_fit_and_leaves_the_group(sp
         df.unpersist()
     assert not request.is_alive() and outcome["ended"] != "the fit ran to its end"
     assert outcome["group"] == "user-request" and outcome["tags"] == {"user-tag"}
+
+
+def test_a_stage_kept_from_its_slots_times_out_saying_why_and_at_once(spark, data, monkeypatch):
+    """Another job holds one of the two slots, so the barrier stage never starts: the timeout names that cause
+    (it hinted at the network), and the fit ends with it (a minute of waiting for a stage with no task to
+    stop came after)."""
+    from spark_bsvm.engine import rounds
+
+    monkeypatch.setattr(rounds.Coordinator.accept_all, "__defaults__", (3.0,))
+    context = spark.sparkContext
+    X, y, df = data
+
+    def other_work():
+        context.setJobGroup("other-work", "holds a slot")
+        with contextlib.suppress(Exception):  # cancelled below
+            context.parallelize([0], 1).map(lambda _: time.sleep(120)).collect()
+
+    holder = threading.Thread(target=other_work, daemon=True)
+    holder.start()
+    tracker = context.statusTracker()
+    while not tracker.getJobIdsForGroup("other-work") or not tracker.getActiveStageIds():
+        time.sleep(0.05)
+    started = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError, match=r"only 0 of 2 training tasks connected .* in 3s; a barrier stage starts "
+                                               r"only once all its tasks have slots at once"):
+            train(df, *FITS["csvc"], num_partitions=2, mode="driver")
+        assert time.monotonic() - started < 30
+    finally:
+        context.cancelJobGroup("other-work")
+        holder.join(30)
