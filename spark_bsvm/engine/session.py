@@ -52,7 +52,9 @@ def slots_of(cores, task_cpus, executor_cores=None):
 def barrier_tasks(spark, num_partitions=None):
     """The task count of a fit's barrier stage: ``num_partitions``, or by default every task slot.  A
     ValueError with the fix, before any job, when Spark could not start the stage."""
-    if spark.conf.get("spark.dynamicAllocation.enabled", "false").lower() == "true":
+    master = spark.conf.get("spark.master", "")
+    local = master == "local" or master.startswith("local[")  # Spark ignores dynamic allocation there
+    if spark.conf.get("spark.dynamicAllocation.enabled", "false").lower() == "true" and not local:
         raise ValueError(
             "spark-bsvm trains in one barrier stage, which Spark does not run with dynamic allocation: "
             "set spark.dynamicAllocation.enabled=false for this application")

@@ -34,6 +34,10 @@ def test_barrier_requirements_are_explained(spark):
     dynamic = type("Spark", (), {"conf": {"spark.dynamicAllocation.enabled": "true"}})()
     with pytest.raises(ValueError, match="set spark.dynamicAllocation.enabled=false"):
         barrier_tasks(dynamic, 2)
+    # Spark itself ignores dynamic allocation on a local master, and runs barrier stages there
+    local = type("Spark", (), {"conf": {"spark.dynamicAllocation.enabled": "true", "spark.master": "local[2]"},
+                               "sparkContext": spark.sparkContext})()
+    assert barrier_tasks(local, 2) == 2
 
 
 def test_arrow_batches_go_unsized_only_where_their_row_count_keeps_them_within_the_byte_limit():
