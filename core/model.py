@@ -16,6 +16,7 @@ from core.atomic_file import atomic_write
 from core.kernels import KernelSpec, kernel_times
 from core.labels import decode_labels
 from core.rows import as_rows, csr_from_arrays, is_sparse, n_rows, squared_norms, take_rows
+from core.validation import check_integer
 
 FORMAT_VERSION = 2  # 1: the whole metadata in the JSON header (``from_bytes`` still reads it)
 READABLE_VERSIONS = (1, 2)
@@ -82,8 +83,7 @@ class KernelExpansion:
 
         A recorded path (``RECORDED_PATH_KEYS``) is dropped: it describes the support vectors in the order
         the fit added them, which the pruned model no longer holds."""
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
-            raise ValueError(f"the number of weights to keep must be an integer >= 0, got {s!r}")
+        (s,) = check_integer(0, **{"the number of weights to keep": s})
         if s >= self.n_support:
             return self
         keep = np.sort(np.argsort(-np.abs(self.coef), kind="stable")[:s])
