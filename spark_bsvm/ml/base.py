@@ -101,10 +101,6 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
                 self.clear(self.getParam(name))
         return self._set(**{name: value for name, value in values.items() if value is not None})
 
-    def _weight_col(self):
-        return self.getWeightCol() if self.hasParam("weightCol") and self.isDefined("weightCol") \
-            and self.getWeightCol() else None
-
     def _check(self):
         """Raise ValueError naming any bad param, its value and the allowed range.  Runs before any Spark job."""
         check_params(self)

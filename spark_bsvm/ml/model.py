@@ -145,8 +145,9 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
 
     def calibrate(self, dataset):
         """Fit Platt's sigmoid on ``dataset`` (held out from training); enables ``probabilityCol``.  Its rows are
-        checked first as training rows are, and must have the model's features and label values."""
-        summary = check_rows(dataset, self.getFeaturesCol(), self.getLabelCol())
+        checked first as training rows are, and must have the model's features and label values; they count by
+        ``weightCol`` where the model has one and ``dataset`` holds it."""
+        summary = check_rows(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col(dataset))
         if summary.n_features != self.numFeatures:
             raise ValueError(f"the calibration rows have {summary.n_features} features, the model "
                              f"{self.numFeatures}: calibrate on rows assembled as the training rows were")
@@ -157,16 +158,17 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
 
     def _fit_platt(self, dataset):
         """``calibrate`` on rows already checked (a fit's calibration rows: ``_BSVMEstimator._training_rows``)."""
-        label = self.getLabelCol()
-        scored = dataset.select(self._scores(dataset, DecisionRule())["f"].alias("f"), label)
+        label, weight = self.getLabelCol(), self._weight_col(dataset)
+        scored = dataset.select(self._scores(dataset, DecisionRule())["f"].alias("f"), label,
+                                *([weight] if weight else []))
         rows = scored.collect()
         if not rows:
             raise ValueError("the calibration part is empty: raise calibrationFraction or use more data")
         f = np.array([r["f"] for r in rows])
         y = np.where(np.array([r[label] for r in rows]) == self.classes[1], 1.0, -1.0)
-        self.expansion.metadata["platt"] = list(fit_platt(f, y))
+        weights = np.array([r[weight] for r in rows], np.float64) if weight else None
+        self.expansion.metadata["platt"] = list(fit_platt(f, y, weights))
         return self
-
     @property
     def hasSummary(self):
         """Whether ``summary`` exists: after ``fit``, not after ``load``."""

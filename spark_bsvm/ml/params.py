@@ -133,6 +133,12 @@ class _BSVMParams(_ProbabilisticClassifierParams, HasSeed):
              "thresholds": class_thresholds, "maxStageRestarts": at_least(0),
              "predictionPrecision": one_of(PRECISIONS)}
 
+    def _weight_col(self, dataset=None):
+        """The instance weight column, or None (unset, empty, a method without ``weightCol``, or, given
+        ``dataset``, a column it does not have: a model's rows to score or evaluate may come without it)."""
+        column = self.getWeightCol() if self.hasParam("weightCol") and self.isDefined("weightCol") else None
+        return column if column and (dataset is None or column in dataset.columns) else None
+
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(threshold=0.0, calibrationFraction=0.0, seed=0, rawPredictionCol="rawPrediction",

@@ -27,9 +27,7 @@ class BSVMSummary:
     """
 
     def __init__(self, model, dataset):
-        weight_col = model.getWeightCol() if model.hasParam("weightCol") and model.isDefined("weightCol") \
-            else None
-        weight_col = weight_col if weight_col in dataset.columns else None
+        weight_col = model._weight_col(dataset)
         check_schema(dataset, model.getFeaturesCol(), model.getLabelCol(), weight_col)
         self._model = model
         self._dataset = dataset

@@ -34,3 +34,15 @@ def test_separable_scores_do_not_overflow():
     A, B = fit_platt(f, y)
     assert np.isfinite([A, B]).all()
     assert platt_probability(np.array([-1e6, 1e6]), A, B).tolist() == pytest.approx([0, 1], abs=0.05)
+
+
+def test_integer_weights_count_a_row_that_many_times():
+    """The naive reference: the rows repeated; real weights are checked too."""
+    rng = np.random.default_rng(7)
+    y = np.where(rng.random(200) < 0.4, 1.0, -1.0)
+    f = y + rng.standard_normal(200)
+    w = rng.integers(1, 5, 200)
+    np.testing.assert_allclose(fit_platt(f, y, weights=w), fit_platt(np.repeat(f, w), np.repeat(y, w)), rtol=1e-7)
+    assert fit_platt(f, y, weights=np.ones(200)) == fit_platt(f, y)
+    with pytest.raises(ValueError, match="weights must be one positive finite number per decision value"):
+        fit_platt(f, y, weights=np.zeros(200))

@@ -144,3 +144,19 @@ def test_every_estimator_checks_the_values_up_front(spark, estimator, case, refe
     reference = {"referenceModelPath": reference_path} if estimator is SlantSparsifier else {}
     # the frame's 2 partitions dealt into the one task's: its checks judge the rows
     _refused(estimator(numPartitions=1, **reference), df, message, caplog, by_tasks=True)
+
+
+def test_calibration_counts_the_rows_by_their_weights(spark):
+    """Platt's sigmoid took every calibration row once, whatever its weight."""
+    from core.platt import fit_platt
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((60, 2))
+    labels = (X[:, 0] + 0.5 * rng.standard_normal(60) > 0).astype(float)
+    weights = rng.integers(1, 6, 60).astype(float)
+    frame = spark.createDataFrame([(Vectors.dense(x), float(l), float(w)) for x, l, w in zip(X, labels, weights)],
+                                  WEIGHTED)
+    model = CSVC(gamma=1.0, weightCol="w").fit(frame).calibrate(frame)
+    f = model.expansion.decision_function(X)
+    np.testing.assert_allclose(model.platt, fit_platt(f, np.where(labels > 0, 1.0, -1.0), weights), rtol=1e-9)
+    assert not np.allclose(model.platt, fit_platt(f, np.where(labels > 0, 1.0, -1.0)), rtol=1e-3)
