@@ -296,9 +296,7 @@ class _BSVMModelReader(MLReader):
         cls = _saved_class(metadata["class"], self.cls)  # before its data, which another model's may not be
         payload = self.sparkSession.read.parquet(f"{path}/data").first()["model"]
         model = cls(KernelExpansion.from_bytes(bytes(payload)))
-        # a param saved as null (a None the estimator held before ``_set_given``) is an unset one
-        metadata["paramMap"] = {name: value for name, value in metadata["paramMap"].items() if value is not None}
-        DefaultParamsReader.getAndSetParams(model, metadata)
+        DefaultParamsReader.getAndSetParams(model, metadata)  # a param saved as null stays unset (``set``)
         model._resetUid(metadata["uid"])
         return model
 

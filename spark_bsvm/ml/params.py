@@ -133,6 +133,15 @@ class _BSVMParams(_ProbabilisticClassifierParams, HasSeed):
              "thresholds": class_thresholds, "maxStageRestarts": at_least(0),
              "predictionPrecision": one_of(PRECISIONS)}
 
+    def set(self, param, value):
+        """Set ``param`` to ``value``; None unsets it, as the constructors' None does: pyspark's readers set
+        each saved param this way, and estimators and models saved before spark-bsvm unset such params hold
+        nulls, which pyspark's type converters refuse."""
+        if value is None:
+            self.clear(param)
+        else:
+            super().set(param, value)
+
     def _weight_col(self, dataset=None):
         """The instance weight column, or None (unset, empty, a method without ``weightCol``, or, given
         ``dataset``, a column it does not have: a model's rows to score or evaluate may come without it)."""

@@ -250,3 +250,21 @@ def test_loading_another_library_s_model_names_its_class(spark, tmp_path):
     with pytest.raises(ValueError, match=r"the saved model's class '.*StandardScalerModel' is not "
                                          r"a BSVMModel"):
         BSVMModel.load(str(tmp_path / "scaler"))
+
+
+
+@pytest.mark.spark
+def test_an_estimator_saved_with_a_null_param_loads_with_it_unset(spark, tmp_path):
+    """What spark-bsvm wrote before a None given to a constructor left the param unset."""
+    import json
+
+    path = tmp_path / "csvc"
+    CSVC(C=3.0).write().save(str(path))
+    [part] = (path / "metadata").glob("part-*")
+    metadata = json.loads(part.read_text())
+    metadata["paramMap"].update(numPartitions=None, weightCol=None)
+    part.write_text(json.dumps(metadata) + "\n")
+    for checksum in (path / "metadata").glob(".*.crc"):  # Hadoop's checksum of the text before the edit
+        checksum.unlink()
+    loaded = CSVC.load(str(path))
+    assert loaded.getC() == 3.0 and not loaded.isSet("numPartitions") and not loaded.isSet("weightCol")
