@@ -92,15 +92,6 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         """Set params by keyword, as the constructor does; returns self."""
         return self._set_given(kwargs)
 
-    def _set_given(self, values):
-        """Set params by keyword; None (the constructors' default for a param without a default value) leaves
-        the param unset, or unsets it.  Stored as such, pyspark would save the None as a null, which its
-        readers then fail to convert: the estimator, or the model fitted by it, saved but did not load."""
-        for name, value in values.items():
-            if value is None:
-                self.clear(self.getParam(name))
-        return self._set(**{name: value for name, value in values.items() if value is not None})
-
     def _check(self):
         """Raise ValueError naming any bad param, its value and the allowed range.  Runs before any Spark job."""
         check_params(self)

@@ -169,6 +169,7 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
         weights = np.array([r[weight] for r in rows], np.float64) if weight else None
         self.expansion.metadata["platt"] = list(fit_platt(f, y, weights))
         return self
+
     @property
     def hasSummary(self):
         """Whether ``summary`` exists: after ``fit``, not after ``load``."""

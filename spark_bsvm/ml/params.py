@@ -134,13 +134,21 @@ class _BSVMParams(_ProbabilisticClassifierParams, HasSeed):
              "predictionPrecision": one_of(PRECISIONS)}
 
     def set(self, param, value):
-        """Set ``param`` to ``value``; None unsets it, as the constructors' None does: pyspark's readers set
-        each saved param this way, and estimators and models saved before spark-bsvm unset such params hold
-        nulls, which pyspark's type converters refuse."""
+        """Set ``param`` to ``value``; None unsets it.  Stored as such, pyspark would save the None as a null,
+        which its readers then fail to convert; and its readers set each saved param this way, so that
+        estimators and models saved with such nulls (before spark-bsvm unset them) load."""
         if value is None:
             self.clear(param)
         else:
             super().set(param, value)
+
+    def _set_given(self, values):
+        """Set params by keyword, as the constructors and ``setParams`` do; a None (the constructors' default
+        for a param without a default value) goes through ``set``, which unsets the param."""
+        for name, value in values.items():
+            if value is None:
+                self.set(self.getParam(name), None)
+        return self._set(**{name: value for name, value in values.items() if value is not None})
 
     def _weight_col(self, dataset=None):
         """The instance weight column, or None (unset, empty, a method without ``weightCol``, or, given
