@@ -34,14 +34,14 @@ from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable, Defaul
 from pyspark.sql import functions as F
 
 from core.grid import fit_grid
-from core.kernels import KernelSpec
+from core.kernels import LINEAR, KernelSpec
 from spark_bsvm.engine.blocks import check_schema, check_validation_column
 from spark_bsvm.engine.shared_results import SharedResults
 from spark_bsvm.engine.session import executor_slots
 from spark_bsvm.engine.stage import check_rows
 from spark_bsvm.engine.training import resolve_mode, train, train_in_turn
 from spark_bsvm.ml.model import ConnectOverwrite
-from spark_bsvm.ml.params import GRID_PARAMS, _KernelParams, _ValidationParams, check_params
+from spark_bsvm.ml.params import GRID_PARAMS, _GridParams, _KernelParams, _ValidationParams, check_params
 from spark_bsvm.ml.summary import setting_params
 
 _DRAWN_VALIDATION = "__bsvm_validation"  # the column validationFraction's draw adds
@@ -96,7 +96,11 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         """Raise ValueError naming any bad param, its value and the allowed range.  Runs before any Spark job."""
         check_params(self)
         if isinstance(self, _KernelParams):
-            self.kernel_spec()  # kernel, gamma, degree, coef0 together
+            kernel = self.kernel_spec()  # kernel, gamma, degree, coef0 together
+            if isinstance(self, _GridParams) and self.getGammaGrid() is not None and kernel.code == LINEAR:
+                raise ValueError(f"gammaGrid={self.getGammaGrid()} tries kernel gammas, and kernel='linear' has "
+                                 "none: every setting would fit the same model; unset gammaGrid, or use kernel "
+                                 "'rbf' or 'poly'")
         if self._class_thresholds() is not None and self.getCalibrationFraction() == 0:
             raise ValueError("thresholds chooses the class by its probability, and the model gets probabilities "
                              "only when calibrated: set calibrationFraction > 0, or use threshold (on f) instead")

@@ -335,9 +335,9 @@ GRID_PARAMS = {"gammaGrid": "gamma", "regParamGrid": "regParam", "etaGrid": "eta
 class _GridParams(Params):
     """A grid of (gamma, regParam) settings fitted one after another in the same training stage."""
 
-    gammaGrid = Param(Params._dummy(), "gammaGrid", "kernel gammas to try (each > 0) in one fit, with each "
-                      "value of regParamGrid; the model is the setting of the smallest validation error "
-                      "(needs validation rows); unset: gamma alone", TypeConverters.toListFloat)
+    gammaGrid = Param(Params._dummy(), "gammaGrid", "kernel gammas to try (each > 0; rbf and poly kernels) in "
+                      "one fit, with each value of regParamGrid; the model is the setting of the smallest "
+                      "validation error (needs validation rows); unset: gamma alone", TypeConverters.toListFloat)
     regParamGrid = Param(Params._dummy(), "regParamGrid", "regParam values to try (each > 0) in one fit, with "
                          "each value of gammaGrid; unset: regParam alone", TypeConverters.toListFloat)
 

@@ -150,6 +150,9 @@ def test_a_validation_fraction_holds_out_about_that_share(data):
     ({"gammaGrid": [0.5, -1.0], "validationFraction": 0.2}, ValueError, "gammaGrid must hold positive finite "
                                                                         "numbers only, got -1.0"),
     ({"selectSupportSize": "smallest"}, ValueError, "selectSupportSize must be one of"),
+    ({"kernel": "linear", "gammaGrid": [0.5, 1.0], "validationFraction": 0.2}, ValueError,
+     r"gammaGrid=\[0.5, 1.0\] tries kernel gammas, and kernel='linear' has none: every setting would fit the same "
+     "model"),
 ])
 def test_bad_validation_params_are_refused_before_any_spark_job(data, params, error, message):
     *_, df = data
