@@ -30,10 +30,11 @@ def two_classes(distinct):
     if classes.size != 2:
         shown = ", ".join(repr(v) for v in classes[:10].tolist())
         more = "" if classes.size <= 10 else f" ... ({classes.size} in all)"
-        raise ValueError(
-            f"binary classification needs exactly two label values, found {classes.size}: "
-            f"[{shown}{more}]; for more classes wrap the estimator in OneVsRest"
-        )
+        fix = ("for more classes wrap the estimator in OneVsRest" if classes.size > 2 else
+               "every row has that label; within OneVsRest, which fits one model per class 0, 1, ..., up to the "
+               "largest label, one of those classes has no rows: index the labels as 0 to k-1 (StringIndexer)")
+        raise ValueError(f"binary classification needs exactly two label values, found {classes.size}: "
+                         f"[{shown}{more}]; {fix}")
     return classes.tolist()
 
 

@@ -25,6 +25,9 @@ X4 = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
 Y4 = np.array([0, 1, 0, 1])
 LABELS = r"binary classification needs exactly two label values, found {}; for more classes wrap the estimator " \
          r"in OneVsRest"
+ONE_LABEL = r"binary classification needs exactly two label values, found 1: \[{}\]; every row has that label; " \
+            r"within OneVsRest, which fits one model per class 0, 1, ..., up to the largest label, one of those " \
+            r"classes has no rows: index the labels as 0 to k-1 \(StringIndexer\)"
 WEIGHTS = r"weights has {} value\(s\) that are {}; weights must be positive and finite \(drop the rows of weight 0: " \
           r"they contribute nothing\)"
 NOT_FINITE = "rows contain NaN or infinity: impute or drop those values first"
@@ -34,8 +37,8 @@ RAGGED = r"rows must all hold the same number of numbers \(a 2-D array\): found 
 
 @pytest.mark.parametrize("kwargs, message", [  # the in-process bad-input matrix (the Spark one: test_bad_input)
     (dict(X=np.zeros((0, 2)), labels=np.array([])), "the training data is empty: there are no labels"),
-    (dict(X=X4[:1], labels=Y4[:1]), LABELS.format(r"1: \[0\]")),
-    (dict(labels=np.ones(4)), LABELS.format(r"1: \[1.0\]")),
+    (dict(X=X4[:1], labels=Y4[:1]), ONE_LABEL.format("0")),
+    (dict(labels=np.ones(4)), ONE_LABEL.format("1.0")),
     (dict(labels=np.array([0, 1, 2, 0])), LABELS.format(r"3: \[0, 1, 2\]")),
     (dict(labels=np.array([0.0, 1.0, np.nan, 0.0])), "labels contain NaN or infinite values; drop or fix those rows"),
     (dict(labels=[0, 1, None, 0]), r"labels contain 1 null value\(s\); drop or fill those rows"),

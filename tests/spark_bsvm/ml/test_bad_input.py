@@ -33,6 +33,9 @@ WEIGHT_MESSAGE = (r"weight column 'w' has 1 value\(s\) that are null, NaN, infin
                   r">= 0 and finite")
 LABELS = r"binary classification needs exactly two label values, found {}; for more classes wrap the estimator " \
          r"in OneVsRest"
+ONE_LABEL = r"binary classification needs exactly two label values, found 1: \[{}\]; every row has that label; " \
+            r"within OneVsRest, which fits one model per class 0, 1, ..., up to the largest label, one of those " \
+            r"classes has no rows: index the labels as 0 to k-1 \(StringIndexer\)"
 VALUES = (r"features column 'features' has 1 row\(s\) with NaN, infinite or null values; drop or impute those rows "
           r"\(pyspark.ml.feature.Imputer\)")
 SIZES = r"features column 'features' holds vectors of different sizes \({} to {} entries\); assemble every row " \
@@ -41,8 +44,8 @@ SIZES = r"features column 'features' holds vectors of different sizes \({} to {}
 # (case, schema, rows, estimator params, the whole message)
 MATRIX = [
     ("empty", VECTOR, [], {}, r"the training data is empty: the DataFrame has no rows"),
-    ("one row", VECTOR, GOOD[:1], {}, LABELS.format(r"1: \[0.0\]")),
-    ("one class", VECTOR, dense(([0.0, 1.0], 1.0), ([2.0, 1.0], 1.0)), {}, LABELS.format(r"1: \[1.0\]")),
+    ("one row", VECTOR, GOOD[:1], {}, ONE_LABEL.format("0.0")),
+    ("one class", VECTOR, dense(([0.0, 1.0], 1.0), ([2.0, 1.0], 1.0)), {}, ONE_LABEL.format("1.0")),
     ("three classes", VECTOR, GOOD + dense(([2.0, 2.0], 2.0)), {}, LABELS.format(r"3: \[0.0, 1.0, 2.0\]")),
     ("NaN label", VECTOR, GOOD + dense(([2.0, 2.0], NAN)), {}, "labels contain NaN or infinite values; drop or fix "
                                                                "those rows"),

@@ -72,3 +72,12 @@ def test_uncalibrated_binary_models_give_accuracy_but_no_probabilities(three_cla
     assert MulticlassClassificationEvaluator(metricName="accuracy").evaluate(ovr.transform(test)) > 0.8
     with pytest.raises(ValueError, match="the binary model of class 0 is not calibrated: fit OneVsRest over"):
         with_one_vs_rest_probability(ovr, test)
+
+
+def test_labels_counted_from_1_are_named_as_one_vs_rest_classes_without_rows(spark, three_classes):
+    """OneVsRest fits one model per class 0, 1, ..., up to the largest label: with labels 1 to 3, class 0's binary
+    model sees one label only, and the message says why rather than asking for the OneVsRest already there."""
+    _, X, labels, _ = three_classes
+    with pytest.raises(ValueError, match=r"found 1: \[0.0\]; every row has that label; within OneVsRest, .* one of "
+                                         r"those classes has no rows: index the labels as 0 to k-1"):
+        OneVsRest(classifier=CSVC(gamma=0.5, numPartitions=2)).fit(to_df(spark, X, labels + 1))
