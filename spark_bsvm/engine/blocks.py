@@ -101,10 +101,10 @@ def _rows_column_pandas(df, features_col, n_features, compute, return_type):
     return F.pandas_udf(batch, return_type)(features_as_array(df, features_col))
 
 
-def _check_present(fields, role, name):
+def _check_present(fields, role, name, note=""):
     if name not in fields:
         raise ColumnError(f"the {role} column {name!r} does not exist in the DataFrame (its columns: "
-                          f"{sorted(fields)}); set {role}Col to one of them")
+                          f"{sorted(fields)}); set {role}Col to one of them{note}")
 
 
 def check_schema(df, features_col, label_col, weight_col=None):
@@ -518,7 +518,9 @@ def check_validation_column(df, validation_col):
     from pyspark.sql.types import BooleanType
 
     fields = {field.name: field.dataType for field in df.schema.fields}
-    _check_present(fields, "validationIndicator", validation_col)
+    _check_present(fields, "validationIndicator", validation_col,
+                   note=" (OneVsRest gives its classifier only the label, features and weight columns: under it, "
+                        "hold out validation rows with validationFraction)")
     if not isinstance(fields[validation_col], BooleanType):
         raise ColumnError(f"validation indicator column {validation_col!r} has type "
                           f"{fields[validation_col].simpleString()}, not boolean: mark the validation rows with "

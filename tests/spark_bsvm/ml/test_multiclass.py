@@ -81,3 +81,16 @@ def test_labels_counted_from_1_are_named_as_one_vs_rest_classes_without_rows(spa
     with pytest.raises(ValueError, match=r"found 1: \[0.0\]; every row has that label; within OneVsRest, .* one of "
                                          r"those classes has no rows: index the labels as 0 to k-1"):
         OneVsRest(classifier=CSVC(gamma=0.5, numPartitions=2)).fit(to_df(spark, X, labels + 1))
+
+
+def test_a_validation_indicator_under_one_vs_rest_is_named_with_the_fix(three_classes):
+    """OneVsRest selects the label and features columns (and its weightCol) before fitting each class, so a
+    validationIndicatorCol never reaches the binary fits: the message says to use validationFraction there."""
+    from pyspark.sql import functions as F
+
+    train = three_classes[0].withColumn("held", F.rand(seed=1) < 0.25)
+    classifier = SpSVM(maxBasis=5, gamma=0.5, numPartitions=2, validationIndicatorCol="held")
+    with pytest.raises(ValueError, match=r"the validationIndicator column 'held' does not exist in the DataFrame .* "
+                                         r"\(OneVsRest gives its classifier only the label, features and weight "
+                                         r"columns: under it, hold out validation rows with validationFraction\)"):
+        OneVsRest(classifier=classifier).fit(train)
