@@ -129,6 +129,7 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
     kmax = max(a["kmax"] for a in answers)
     limit = _step_limit(max_steps, sq_norm, eta, epsilon, kmax)
     held = _Held(answers, path, kernel)
+    unstepped = summed(answers)  # the validation error and loss of the reference's bias alone
     validation = {"error": [], "loss": []}  # after each step
     progress = Progress("slant sparsifier", max_support, "support vectors") if max_support \
         else Progress("slant sparsifier", max_steps, "steps")
@@ -168,7 +169,10 @@ def fit_slant(engine, reference, *, eta=0.5, epsilon=0.5, max_support=None, max_
     ids, rows, coef = path.model(eta)
     model = KernelExpansion(rows, coef, reference.bias, kernel, list(reference.classes), engine.n_features,
                             meta, ids)
-    if not (engine.n_validation and model.n_support):
+    if not engine.n_validation:
+        return model
+    if not model.n_support:  # no step taken (every violation was within epsilon): the path is its start alone
+        meta["validation"] = validation_record([0], [unstepped[0]], [unstepped[1]], select, tolerance)
         return model
     meta["validation"] = _validation_path(model, validation, select, tolerance)
     kept = meta["validation"]["kept_size"]

@@ -41,7 +41,7 @@ from core.config import NJIT
 from core.kernel_columns import KernelColumns
 from core.kernels import KernelSpec, kernel_block, rbf_times_bounded
 from core.partition.common import kernel_times, locate, ranks_before, top_k, unique_inverse
-from core.partition.validation import validation_sums_per_step
+from core.partition.validation import validation_sums, validation_sums_per_step
 from core.rows import n_rows, take_rows
 from core.simd import flags_set, lanes_load, lanes_not_below, lanes_positive, lanes_splat, lanes_store
 
@@ -295,14 +295,15 @@ def slant_round(data, state, request):
     the states (filled up to ``refuted``) and class slots: ``best_ids`` (-1: no open example), ``best_keys``,
     ``best_h``, ``best_c``, ``best_row`` (row of ``best_rows``), ``runner_up_value``, ``runner_up_key``,
     ``runner_up_id``.
-    Both: validation sums ``val_mistakes`` and ``val_loss`` after each step (arrays) and ``val_weight``.
+    Both: validation sums ``val_mistakes`` and ``val_loss`` and ``val_weight``: of the model as rebuilt (a reset's
+    answer) or after each step (a speculation's; arrays).
     """
     if request["reset"]:
         state = _reset(data, request, state)
         spec = KernelSpec.from_dict(request["kernel"])
         answer = _full_answer(data, state, request["n_select"])
         answer.update(kmax=kernel_bound(data, spec), n_eligible=int(state["eligible"].sum()))
-        answer.update(validation_sums_per_step(data, state["val_f"], None, [], []))
+        answer.update(validation_sums(data, state["val_f"]))  # the model as rebuilt, before any step
         return state, answer
     _commit(data, state, request["commit"])
     released, _ = locate(data, request["release"])

@@ -62,3 +62,16 @@ def test_a_grid_needs_validation_rows_and_settings(data):
         fit_grid(LocalEngine(X, y), function=fit_spsvm, settings=SETTINGS, select="end", max_basis=3)
     with pytest.raises(ValueError, match="settings is empty"):
         fit_grid(LocalEngine(X, y, validation=held), function=fit_spsvm, settings=[], max_basis=3)
+
+
+def test_slant_paths_that_take_no_step_are_scored_as_the_references_bias(data, reference):
+    """An epsilon above every violation stops the sparsifier before its first step: such a path records its
+    validation error too (the model is the reference's bias alone), so an eta grid over it chooses instead of
+    failing on a path without a validation record after fitting."""
+    X, y, held = data
+    grid = fit_grid(LocalEngine(X, y, n_partitions=2, validation=held), function=fit_slant, settings=ETAS,
+                    reference=reference, epsilon=10.0, select="best")
+    constant = np.mean((reference.bias > 0) != (y[held] > 0))
+    assert grid.n_support == 0 and grid.metadata["grid"]["chosen"] == 0
+    assert [(row["kept_size"], row["kept_error"]) for row in grid.metadata["grid"]["settings"]] == \
+        [(0, pytest.approx(constant, rel=1e-15))] * len(ETAS)
