@@ -280,7 +280,9 @@ class _ValidationParams(Params):
 
     validationIndicatorCol = Param(Params._dummy(), "validationIndicatorCol", "boolean column marking the rows "
                                    "held out for validation (true) instead of trained on: the fit records "
-                                   "their error at every support size (or checkpoint) it passes; unset: none",
+                                   "their error (the weighted share that the sign of f(x) misclassifies: threshold "
+                                   "and thresholds, which a model may change after the fit, play no part) at every "
+                                   "support size (or checkpoint) it passes; unset: none",
                                    TypeConverters.toString)
     validationFraction = Param(Params._dummy(), "validationFraction", "share of the training rows held out for "
                                "validation, drawn by seed (Spark's rand), when validationIndicatorCol is unset; "
