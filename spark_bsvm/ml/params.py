@@ -339,9 +339,11 @@ class _GridParams(Params):
 
     gammaGrid = Param(Params._dummy(), "gammaGrid", "kernel gammas to try (each > 0; rbf and poly kernels) in "
                       "one fit, with each value of regParamGrid; the model is the setting of the smallest "
-                      "validation error (needs validation rows); unset: gamma alone", TypeConverters.toListFloat)
+                      "validation error (needs validation rows); set, it replaces gamma; unset: gamma alone",
+                      TypeConverters.toListFloat)
     regParamGrid = Param(Params._dummy(), "regParamGrid", "regParam values to try (each > 0) in one fit, with "
-                         "each value of gammaGrid; unset: regParam alone", TypeConverters.toListFloat)
+                         "each value of gammaGrid; set, it replaces regParam; unset: regParam alone",
+                         TypeConverters.toListFloat)
 
     RULES = {"gammaGrid": positive_list, "regParamGrid": positive_list}
 
