@@ -14,17 +14,22 @@ import sys
 from pyspark.ml.functions import vector_to_array
 from pyspark.sql import functions as F
 
-from spark_bsvm.app import cli, loaders, report
+from spark_bsvm.app import cli, loaders, report, training_run
 
 
 def main(argv=None):
     parser = cli.job_parser(__doc__)
     cli.add_model_option(parser)
     parser.add_argument("--input", help="rows to score, in the [data] format (default: [data] path)")
-    parser.add_argument("--output", required=True, help="Parquet directory to write (overwritten)")
+    parser.add_argument("--output", required=True,
+                        help="Parquet directory to write (scores written there before are replaced; a directory "
+                             "holding anything else is refused)")
     args = parser.parse_args(argv)
     config = cli.load(args)
-    spark, path, model = cli.session_and_model(args, config, "score with")
+    path = cli.model_path(args, config, "score with")
+    spark = cli.session()
+    training_run.check_replaceable(args.output, training_run.SCORES, "--output")
+    model = cli.load_model(path)
     svm = report.svm_stage(model)
     data = loaders.with_libsvm_width(spark, config["data"], [args.input or config["data"]["path"]],
                                      model_width=svm.numFeatures)

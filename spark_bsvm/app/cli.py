@@ -81,22 +81,24 @@ def add_model_option(parser):
     parser.add_argument("--model", help="saved model directory (default: [output] model)")
 
 
-def session_and_model(args, config, use):
-    """(Spark session, model path, PipelineModel) for ``--model``, else ``[output] model``.
-
-    ``use`` completes the error raised before Spark starts when neither names a model ("evaluate", ...).
-    """
+def model_path(args, config, use):
+    """The saved model's path: ``--model``, else ``[output] model``; without either a ValueError (before Spark
+    starts) that ``use`` completes ("evaluate", ...)."""
     path = args.model or config["output"]["model"]
     if not path:
         raise ValueError(f"no model to {use}: pass --model or set [output] model")
-    spark = session()
+    return path
+
+
+def load_model(path):
+    """The ``PipelineModel`` saved at ``path``; a missing one is a ValueError in one line (the jobs' exit 2)."""
     from pyspark.ml import PipelineModel
 
     from spark_bsvm.app import loaders
 
     with loaders.reported_missing(f"no saved model at {path}: train one first (jobs/train.py saves it at "
                                   "[output] model) or pass --model"):
-        return spark, path, PipelineModel.load(path)
+        return PipelineModel.load(path)
 
 
 def run(main, argv=None):

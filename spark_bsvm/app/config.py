@@ -59,7 +59,8 @@ SCHEMA = {
                              "a table [model.params.<method>] applies to that method only"),
     },
     "output": {
-        "model": (str, None, "directory to save the fitted pipeline (features + model) to; overwritten"),
+        "model": (str, None, "directory to save the fitted pipeline (features + model) to; a model saved "
+                             "there before is replaced, a directory holding anything else refused"),
         "report": (str, None, "JSON report file (test error, support size, times, confusion counts)"),
         "plot": (str, None, "PNG of test error against support size (needs the 'plot' extra: matplotlib)"),
         "plot_rows": (int, 20000, "test rows sampled for the plot's pruned models"),

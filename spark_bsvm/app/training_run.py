@@ -8,6 +8,7 @@ encoded and cached training rows (reading and encoding are reported apart).
 """
 
 import logging
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -18,6 +19,12 @@ from pyspark.ml import Pipeline, PipelineModel
 from spark_bsvm.app import loaders, methods, report
 
 log = logging.getLogger("spark_bsvm")
+
+# What the directories the jobs replace whole hold at their top level, as (names, what they are): a saved
+# PipelineModel; Spark's Parquet output (part files, their checksums, commit markers, a killed write's _temporary)
+SAVED_MODEL = (re.compile(r"metadata|stages"), "a model saved by jobs/train.py")
+SCORES = (re.compile(r"part-.*|\..*\.crc|_SUCCESS|_committed_.*|_started_.*|_temporary"),
+          "scores written by jobs/predict.py")
 
 
 @dataclass
@@ -99,12 +106,7 @@ def save_replacing(model, path):
     and renamed into place once whole.  Spark's own ``overwrite()`` deletes the old model first.  A kill
     between the two renames leaves the old model at ``<path>.replaced-<tag>``, and one while writing an
     unfinished ``<path>.saving-<tag>``; neither is ever read as the model."""
-    from pyspark.sql import SparkSession
-
-    context = SparkSession.active().sparkContext
-    hadoop_path = context._jvm.org.apache.hadoop.fs.Path
-    target = hadoop_path(path)
-    filesystem = target.getFileSystem(context._jsc.hadoopConfiguration())
+    hadoop_path, target, filesystem = _hadoop_filesystem(path)
     tag = uuid.uuid4().hex[:12]
     staged, replaced = (hadoop_path(f"{path.rstrip('/')}.{step}-{tag}") for step in ("saving", "replaced"))
     try:
@@ -121,6 +123,37 @@ def save_replacing(model, path):
         raise OSError(f"could not move the new model from {staged} to {path}")
     if had_model:
         filesystem.delete(replaced, True)
+
+
+def check_replaceable(path, kind, option):
+    """A ValueError naming ``option`` when ``path`` exists and holds anything but ``kind`` (``SAVED_MODEL`` or
+    ``SCORES``): the jobs replace those whole, and would delete a folder of data or other outputs given by
+    mistake (``--output out/quickstart``, the folder of the model being scored).  Call it before any Spark job:
+    it reads only the filesystem's listing (any Hadoop filesystem)."""
+    if not path:
+        return
+    names, what = kind
+    _, target, filesystem = _hadoop_filesystem(path)
+    if not filesystem.exists(target):
+        return
+    if not filesystem.getFileStatus(target).isDirectory():
+        raise ValueError(f"{option} {path} is a file, not {what}: the job would replace it; give a new directory")
+    strays = sorted(entry.getPath().getName() for entry in filesystem.listStatus(target)
+                    if not names.fullmatch(entry.getPath().getName()))
+    if strays:
+        raise ValueError(f"{option} {path} holds {', '.join(strays[:5])}{', ...' if len(strays) > 5 else ''}, "
+                         f"which is not {what}: the job replaces that directory whole and would delete them; "
+                         "give a new directory")
+
+
+def _hadoop_filesystem(path):
+    """(Hadoop's ``Path`` class, ``path`` as one, its ``FileSystem``) in the active Spark session's JVM."""
+    from pyspark.sql import SparkSession
+
+    context = SparkSession.active().sparkContext
+    hadoop_path = context._jvm.org.apache.hadoop.fs.Path
+    target = hadoop_path(path)
+    return hadoop_path, target, target.getFileSystem(context._jsc.hadoopConfiguration())
 
 
 def write_outputs(config, pipeline_model, run_report, test):

@@ -6,9 +6,10 @@ import sys
 
 import numpy as np
 import pytest
+from pyspark.ml import PipelineModel
 
 from jobs import evaluate, predict, retrain, train
-from spark_bsvm.app import cli
+from spark_bsvm.app import cli, training_run
 
 pytestmark = pytest.mark.spark
 
@@ -68,6 +69,38 @@ def test_predict_writes_a_prediction_and_decision_per_row(spark, trained, capsys
     rows = spark.read.parquet(str(tmp_path / "scores")).collect()
     assert all((r["decision"] > 0) == (r["prediction"] == 1.0) for r in rows)
     assert sum(r["prediction"] == r["label"] for r in rows) / len(rows) > 0.7
+
+
+def test_predict_replaces_its_scores_but_refuses_a_directory_holding_anything_else(spark, trained, capsys, tmp_path):
+    """--output out/quickstart (the folder of the model being scored) deleted the model, its report and plot, and
+    exited 0: Spark's overwrite replaces whatever directory it is given."""
+    args, model, out = trained
+    scores = str(tmp_path / "scores")
+    for _ in range(2):  # a second run replaces the scores of the first
+        assert predict.main(["--config", train.DEFAULT_CONFIG, "--model", model, "--output", scores] + args) == 0
+    assert spark.read.parquet(scores).count() == 900
+    capsys.readouterr()
+    assert cli.run(predict.main, ["--config", train.DEFAULT_CONFIG, "--model", model, "--output", str(out)] + args
+                   ) == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err == (f"error: --output {out} holds model, which is not scores written by "
+                                       "jobs/predict.py: the job replaces that directory whole and would delete "
+                                       "them; give a new directory\n")
+    assert PipelineModel.load(model).stages[-1].numSupportVectors > 0
+
+
+def test_train_refuses_a_model_path_holding_other_files_before_reading_data(spark, job_cwd, tmp_path, capsys,
+                                                                            monkeypatch):
+    """[output] model = a folder of data (not a model's folder) was deleted after the fit, to put the model there."""
+    (tmp_path / "nightly.csv").write_text("1,2,0\n")
+
+    def no_data(*_):
+        raise AssertionError("the data were read")
+
+    monkeypatch.setattr(training_run, "split_data", no_data)
+    assert cli.run(train.main, ["--set", f"output.model={tmp_path}"]) == cli.EXIT_BAD_INPUT
+    assert f"[output] model {tmp_path} holds nightly.csv, which is not a model saved by jobs/train.py" in \
+        capsys.readouterr().err
+    assert (tmp_path / "nightly.csv").read_text() == "1,2,0\n"
 
 
 def test_evaluate_without_a_model_says_how_to_give_one(capsys):
