@@ -12,7 +12,7 @@ time; [output] says where the model, the JSON report and the PNG go.
 import sys
 from pathlib import Path
 
-from spark_bsvm.app import cli, report, training_run
+from spark_bsvm.app import cli, methods, report, training_run
 
 DEFAULT_CONFIG = str(Path(__file__).resolve().parents[1] / "conf" / "quickstart.toml")
 
@@ -20,6 +20,7 @@ DEFAULT_CONFIG = str(Path(__file__).resolve().parents[1] / "conf" / "quickstart.
 def main(argv=None):
     args = cli.job_parser(__doc__, DEFAULT_CONFIG).parse_args(argv)
     config = cli.load(args)
+    methods.check_model(config["model"])
     spark = cli.session()
     training_run.check_replaceable(config["output"]["model"], training_run.SAVED_MODEL, "[output] model")
     split = training_run.split_data(spark, config["data"])

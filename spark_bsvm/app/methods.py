@@ -99,6 +99,14 @@ def build_estimator(name, params, features_col="features", label_col="label"):
     return estimator
 
 
+def check_model(model_config):
+    """A ValueError naming the problem and the fix when the ``[model]`` section cannot give a fit: an unknown
+    method, or params its estimator refuses alone or together (``selectSupportSize = "best"`` without validation
+    rows, say).  The estimator's checks need no data: the jobs run them before Spark starts and the data are
+    read, as the fit itself would only after both."""
+    build_estimator(model_config["method"], model_config["params"])._check()
+
+
 def check_warm_start(name):
     """A ValueError with the fix unless method ``name`` has a warm-start hook."""
     if lookup(name).warm_start is None:

@@ -65,6 +65,7 @@ def retrain(config, session):
     ``RegistryLocked`` when another run holds the registry for longer than ``[retrain] lock_wait_minutes``.
     """
     settings = config["retrain"]
+    methods.check_model(config["model"])  # before the registry, the data or Spark are touched
     if settings["warm_start"]:
         methods.check_warm_start(config["model"]["method"])  # before anything is read or trained
     registry = ModelRegistry(settings["registry"])

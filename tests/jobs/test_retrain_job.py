@@ -98,6 +98,15 @@ def test_warm_start_is_refused_for_methods_without_the_hook(tmp_path, capsys):
     assert not root.exists()  # refused before the registry or the data were touched
 
 
+def test_a_bad_model_section_is_refused_before_the_registry_or_spark(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "session", no_spark)
+    root = tmp_path / "registry"
+    assert cli.run(retrain.main, ["--set", f"retrain.registry={root}", "--set", "model.params.spsvm.maxBasis=0"]
+                   ) == cli.EXIT_BAD_INPUT
+    assert "maxBasis must be an integer >= 1, got 0" in capsys.readouterr().err
+    assert not root.exists()
+
+
 def test_an_spsvm_challenger_starts_from_the_current_support_set(spark, tmp_path):
     root = str(tmp_path / "registry")
     registry = ModelRegistry(root)

@@ -8,6 +8,7 @@ from pyspark.ml import PipelineModel
 
 from jobs.train import DEFAULT_CONFIG, main
 from spark_bsvm.app import cli
+from tests.jobs.test_retrain_job import no_spark
 
 SMALL = ["--set", "data.rows=1200", "--set", "model.params.spsvm.maxBasis=40"]
 
@@ -52,3 +53,16 @@ def test_main_job_defaults_to_the_quickstart_config_and_documents_every_option(c
 def test_a_bad_config_exits_2_with_the_fix(capsys):
     assert cli.run(main, ["--set", "data.sourc=csv"]) == cli.EXIT_BAD_INPUT
     assert "unknown key(s) ['sourc'] in [data]; known keys:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("override, message", [
+    ("model.params.spsvm.maxBasiss=30", "[model.params] ['maxBasiss'] are not params of SpSVM (method 'spsvm')"),
+    ("model.params.selectSupportSize=best", "selectSupportSize='best' chooses by the validation error, and no rows "
+                                            "are held out for it: set validationFraction"),
+])
+def test_a_bad_model_section_exits_2_before_spark_starts(monkeypatch, capsys, override, message):
+    """These were found when the fit began: after Spark's start and the data's read (the Forest config's
+    522,910 generated rows), a minute or more for a one-line fix."""
+    monkeypatch.setattr(cli, "session", no_spark)
+    assert cli.run(main, ["--set", override]) == cli.EXIT_BAD_INPUT
+    assert message in capsys.readouterr().err
