@@ -22,7 +22,8 @@ holding client goes away.  The file is never removed: a run waiting on the old f
 exclude a run locking a new one.
 
 The root must be a local or shared POSIX filesystem (NFS, a mounted
-volume) that the driver and the executors see at the same path; Spark is
+volume) that the driver and the executors see at the same path (a URI of
+another scheme, ``hdfs://`` or ``s3a://``, is refused); Spark is
 given its paths as ``file://`` URIs (``local_uri``), whatever its default
 filesystem.
 """
@@ -44,6 +45,7 @@ from core.atomic_file import atomic_write, fsync_folder
 CRASH_POINTS = ("staged", "published", "pointer_written")
 CRASH_EXIT = 137  # as if killed by SIGKILL
 _VERSION = re.compile(r"^[0-9]+$")
+_URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")  # RFC 3986's scheme, as in hdfs://, s3a://
 LOCK_POLL_SECONDS = 1.0
 
 log = logging.getLogger("spark_bsvm")
@@ -63,6 +65,11 @@ class ModelRegistry:
     """Numbered model versions under ``root`` with a ``CURRENT`` pointer (see the module doc)."""
 
     def __init__(self, root):
+        scheme = _URI_SCHEME.match(root)
+        if scheme and scheme.group(1).lower() != "file":
+            raise ValueError(f"registry {root} is not on a local or shared POSIX filesystem, which a registry needs "
+                             f"(atomic renames, an flock), and {scheme.group(1)}:// storage does not offer: mount it "
+                             "(NFS, a volume) and give its local path, or a file:// URI")
         self.root = os.path.abspath(root.removeprefix("file://"))
         self.versions_dir = os.path.join(self.root, "versions")
         os.makedirs(self.versions_dir, exist_ok=True)

@@ -107,6 +107,21 @@ def test_a_bad_model_section_is_refused_before_the_registry_or_spark(tmp_path, m
     assert not root.exists()
 
 
+@pytest.mark.parametrize("registry", ["hdfs:///models/bsvm", "s3a://bucket/bsvm"])
+def test_a_registry_on_a_store_without_posix_files_is_refused(tmp_path, monkeypatch, capsys, registry):
+    """A registry given as hdfs:// or s3a:// was taken for a local path: a folder 'hdfs:' under the working
+    directory, a registry of its own on each machine and in each working directory, and exit 0."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "session", no_spark)
+    assert cli.run(retrain.main, ["--set", f"retrain.registry={registry}"]) == cli.EXIT_BAD_INPUT
+    scheme = registry.partition(":")[0]
+    assert capsys.readouterr().err == (f"error: registry {registry} is not on a local or shared POSIX filesystem, "
+                                       f"which a registry needs (atomic renames, an flock), and {scheme}:// storage "
+                                       "does not offer: mount it (NFS, a volume) and give its local path, or a "
+                                       "file:// URI\n")
+    assert os.listdir(tmp_path) == []
+
+
 def test_an_spsvm_challenger_starts_from_the_current_support_set(spark, tmp_path):
     root = str(tmp_path / "registry")
     registry = ModelRegistry(root)
