@@ -70,11 +70,11 @@ SCHEMA = {
         "margin": (_ANY_NUMBER, 0.0, "promote when challenger error <= current error + margin"),
         "warm_start": (bool, False, "start the challenger from the current model's support set "
                                     "(methods with a warm-start hook in spark_bsvm.app.methods: spsvm)"),
-        "kept_exit_code": (int, 3, "exit code when the challenger is not promoted (0 for schedulers that "
+        "kept_exit_code": (int, 3, "exit code (0-255) when the challenger is not promoted (0 for schedulers that "
                                    "treat any non-zero code as a failure)"),
         "lock_wait_minutes": (_ANY_NUMBER, 0, "how long to wait while another retraining holds the registry "
                                               "(0: give up at once; inf: until it ends)"),
-        "locked_exit_code": (int, 4, "exit code when another retraining held the registry throughout "
+        "locked_exit_code": (int, 4, "exit code (0-255) when another retraining held the registry throughout "
                                      "lock_wait_minutes (nothing was done)"),
     },
 }
@@ -162,6 +162,10 @@ def _check_values(config, source):
     for key in ("margin", "lock_wait_minutes"):
         if "retrain" in config and not config["retrain"][key] >= 0:
             raise ConfigError(f"{source}: [retrain] {key} must be >= 0, got {config['retrain'][key]}")
+    for key in ("kept_exit_code", "locked_exit_code"):  # the shell sees a process's exit code modulo 256
+        if "retrain" in config and not 0 <= config["retrain"][key] <= 255:
+            raise ConfigError(f"{source}: [retrain] {key} must be an exit code from 0 to 255, got "
+                              f"{config['retrain'][key]} (a scheduler would read {config['retrain'][key] % 256})")
     if "output" in config and config["output"]["plot_rows"] < 1:  # before the fit, not when plotting after it
         raise ConfigError(f"{source}: [output] plot_rows must be >= 1, got {config['output']['plot_rows']}")
     data = config.get("data")

@@ -78,6 +78,14 @@ def test_retrain_needs_a_registry_and_a_margin_of_zero_or_more(tmp_path):
         load_config(write(tmp_path, BASE + '[retrain]\nregistry = "r"\nmargin = -0.1\n'))
 
 
+@pytest.mark.parametrize("key, code, read", [("kept_exit_code", 256, 0), ("locked_exit_code", -1, 255)])
+def test_retrain_exit_codes_are_refused_outside_what_a_shell_sees(tmp_path, key, code, read):
+    """sys.exit(256) ends a process with status 0: a kept challenger or a busy registry read as success."""
+    with pytest.raises(ConfigError, match=rf"\[retrain\] {key} must be an exit code from 0 to 255, got {code} "
+                                          rf"\(a scheduler would read {read}\)"):
+        load_config(write(tmp_path, BASE + f'[retrain]\nregistry = "r"\n{key} = {code}\n'))
+
+
 @pytest.mark.parametrize("method, params, message", [
     ("budget_l3", {}, r"unknown method 'budget_l3'; \[model\] method must be one of \['budget_l1'"),
     ("budget_l1", {"norm": "l2"}, r"\['norm'\] are fixed by method 'budget_l1'"),
