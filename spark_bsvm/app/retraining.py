@@ -16,12 +16,15 @@ One run (``retrain``):
 
 The fingerprint hashes the [data], [model] and margin settings and, for
 local input files, their sizes and modification times (remote inputs count
-by path only: give each night's data its own path).
+by path only: give each night's data its own path).  A local path with a
+glob (``/data/*.csv``) counts every file under the folder above its first
+wildcard, so a file that comes to match it is new input.
 """
 
 import hashlib
 import json
 import os
+import re
 
 from pyspark import StorageLevel
 from pyspark.ml import PipelineModel
@@ -30,6 +33,8 @@ from spark_bsvm.app import methods, report, training_run
 from spark_bsvm.app.registry import ModelRegistry, local_uri
 
 PROMOTED, KEPT = "promoted", "kept"
+# what Hadoop's glob reads as a pattern (as Spark does in a path): *, ?, [abc], {a,b} and the backslash escape
+_GLOB_CHARACTER = re.compile(r"[*?\[{\\]")
 
 
 def input_fingerprint(config):
@@ -38,10 +43,17 @@ def input_fingerprint(config):
     files = {}
     for path in (data["path"], data["test_path"]):
         if path and ("://" not in path or path.startswith("file://")):
-            files[path] = _file_stats(path.removeprefix("file://"))
+            files[path] = _file_stats(_glob_folder(path.removeprefix("file://")))
     keyed = {"data": data, "model": config["model"], "margin": config["retrain"]["margin"],
              "warm_start": config["retrain"]["warm_start"], "files": files}
     return hashlib.sha256(json.dumps(keyed, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _glob_folder(path):
+    """``path``, or for a glob the folder above its first wildcard: the files the glob matches may change while
+    its text stays the same."""
+    wildcard = _GLOB_CHARACTER.search(path)
+    return path if wildcard is None else os.path.dirname(path[:wildcard.start()]) or "."
 
 
 def _file_stats(path):

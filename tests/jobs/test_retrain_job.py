@@ -88,6 +88,26 @@ def test_a_run_stopped_before_promotion_is_completed_by_the_rerun(spark, tmp_pat
     assert "input handled before" in capsys.readouterr().out
 
 
+def test_a_file_that_comes_to_match_a_glob_is_new_input(spark, tmp_path, capsys):
+    """data.path = /data/*.csv over a growing folder: the fingerprint counted the glob's text alone, so every run
+    after the first replayed it ("input handled before"), retraining nothing on the new files, exit 0."""
+    from core.synthetic import make_rings
+
+    def write(day, seed):
+        X, y = make_rings(300, 4, seed=seed)
+        np.savetxt(tmp_path / f"{day}.csv", np.column_stack([X, y > 0]), delimiter=",", fmt="%.6f")
+
+    root = str(tmp_path / "registry")
+    glob = ["data.source=csv", f"data.path={tmp_path}/2026-*.csv", "retrain.margin=1.0"]
+    write("2026-11-30", 0)
+    assert run(root, *glob) == 0
+    write("2026-12-01", 1)
+    assert run(root, *glob) == 0
+    assert ModelRegistry(root).versions() == [1, 2] and "input handled before" not in capsys.readouterr().out
+    assert ModelRegistry(root).record(2)["challenger"]["train_rows"] > ModelRegistry(root).record(1)[
+        "challenger"]["train_rows"]
+
+
 def test_warm_start_is_refused_for_methods_without_the_hook(tmp_path, capsys):
     from spark_bsvm.app import cli
 
