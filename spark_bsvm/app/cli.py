@@ -29,7 +29,8 @@ def job_parser(doc, default_config=None):
                                                                else ""))
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override one config value, e.g. --set model.params.C=10 (repeatable; values "
-                             "are TOML: 10, 1e-3, true, \"text\", [1, 2]; bare words are strings)")
+                             "are TOML: 10, 1e-3, true, \"text\", [1, 2]; bare words are strings, and so is any value "
+                             "of a key that takes only text, e.g. data.path=2026-12-01)")
     return parser
 
 

@@ -99,7 +99,7 @@ def load_config(path, overrides=(), require=REQUIRED_SECTIONS):
 
 
 def parse_value(text):
-    """A TOML value (number, bool, "string", [list]); bare words are taken as strings."""
+    """A TOML value (number, bool, "string", [list], date); bare words are taken as strings."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
@@ -117,7 +117,16 @@ def apply_override(raw, item):
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
             raise ConfigError(f"override {item!r}: {part!r} is a value, not a section")
-    node[parts[-1]] = parse_value(text.strip())
+    value = parse_value(text.strip())
+    if not isinstance(value, str) and _takes_text_only(parts):
+        value = text.strip()  # a name TOML reads as a date or a number: --set data.path=2026-12-01 (Airflow's ds)
+    node[parts[-1]] = value
+
+
+def _takes_text_only(parts):
+    """Whether the key at ``parts`` (section, key) takes a string and nothing else in ``SCHEMA`` (a path)."""
+    spec = SCHEMA.get(parts[0], {}).get(parts[1]) if len(parts) == 2 else None
+    return spec is not None and spec[0] is str
 
 
 def validate(raw, source="<config>", require=REQUIRED_SECTIONS):

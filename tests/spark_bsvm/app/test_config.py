@@ -47,6 +47,14 @@ def test_overrides_parse_toml_values_and_bare_strings(tmp_path):
     assert config["data"]["positive_label"] == "normal." and config["output"]["report"] == "r.json"
 
 
+def test_an_override_of_a_text_key_keeps_a_date_or_number_as_written(tmp_path):
+    """Airflow's {{ ds }} as a path (--set data.path=2026-12-01) is a TOML date: it was refused as the wrong type."""
+    config = load_config(write(tmp_path, BASE), ["data.path=2026-12-01", "output.model=20261201", "data.seed=7",
+                                                 "data.label_column=2"])
+    assert config["data"]["path"] == "2026-12-01" and config["output"]["model"] == "20261201"
+    assert config["data"]["seed"] == 7 and config["data"]["label_column"] == 2  # numbers where numbers are meant
+
+
 @pytest.mark.parametrize("text, overrides, message", [
     (BASE, ["data.sourc=csv"], r"unknown key\(s\) \['sourc'\] in \[data\]; known keys: .*'source'"),
     (BASE, ["outputs.model=x"], r"unknown section\(s\) \['outputs'\]; the sections are"),
