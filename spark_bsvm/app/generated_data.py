@@ -33,7 +33,10 @@ def write_forest_parquet(path, rows=None, noise=0.05, seed=0):
     arguments are stored in the file's metadata, so a second call with the
     same arguments reuses the file and different ones rewrite it.  The file
     appears atomically (written beside it, then renamed).  Local paths only.
+    Anything else at ``path`` (a file or folder this function did not write:
+    the user's own data) is refused with a ValueError, never replaced.
     """
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     if "://" in path and not path.startswith("file://"):
@@ -42,8 +45,17 @@ def write_forest_parquet(path, rows=None, noise=0.05, seed=0):
                          "source = \"parquet\"")
     path = path.removeprefix("file://")
     key = f"make_forest_like(rows={rows or FOREST_ROWS}, noise={noise}, seed={seed})".encode()
-    if os.path.isfile(path) and (pq.read_schema(path).metadata or {}).get(_GENERATOR_KEY) == key:
-        return path
+    if os.path.exists(path):
+        try:
+            written = (pq.read_schema(path).metadata or {}).get(_GENERATOR_KEY)
+        except (pa.ArrowException, OSError):  # a folder, or a file that is not Parquet
+            written = None
+        if written == key:
+            return path
+        if written is None:
+            raise ValueError(f"[data] path {path} holds data that the forest_synthetic source did not generate, and "
+                             "would be replaced by its rows: to train on it, set data.source (parquet, csv, ...); "
+                             "to generate the Forest-shaped set, give data.path a new file")
     X, y = make_forest_like(rows or FOREST_ROWS, noise=noise, seed=seed)
     table = _columns_table(X, y)
     table = table.replace_schema_metadata({_GENERATOR_KEY: key})

@@ -135,6 +135,19 @@ def test_forest_synthetic_is_written_once_and_reused(spark, tmp_path):
     assert not np.array_equal(X, X3)
 
 
+def test_forest_synthetic_refuses_to_replace_a_file_it_did_not_write(spark, tmp_path):
+    """conf/forest.toml with data.path set to the user's own Parquet file (data.source left at forest_synthetic)
+    replaced that file with generated rows."""
+    path = tmp_path / "mine.parquet"
+    spark.createDataFrame([(1.0, 0.0), (2.0, 1.0)], ["a", "label"]).toPandas().to_parquet(path)
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match=rf"\[data\] path {path} holds data that the forest_synthetic source did "
+                                         r"not generate, and would be replaced by its rows: to train on it, set "
+                                         r"data.source"):
+        load(spark, data(source="forest_synthetic", path=str(path), rows=50))
+    assert path.read_bytes() == before
+
+
 def test_minmax_scaling_is_fitted_on_the_given_rows(spark, tmp_path):
     path = tmp_path / "s.csv"
     path.write_text("0,10,1\n5,30,0\n10,20,1\n")
