@@ -15,6 +15,7 @@ from pyspark.ml.functions import vector_to_array
 from pyspark.sql import functions as F
 
 from spark_bsvm.app import cli, loaders, report, training_run
+from spark_bsvm.app.config import GENERATED_SOURCES
 
 
 def main(argv=None):
@@ -26,6 +27,10 @@ def main(argv=None):
                              "holding anything else is refused)")
     args = parser.parse_args(argv)
     config = cli.load(args)
+    if args.input and config["data"]["source"] in GENERATED_SOURCES:
+        raise ValueError(f"--input {args.input} is read in the [data] format, and source "
+                         f"{config['data']['source']!r} generates its rows: set data.source to the format of "
+                         "the file (and data.label_column, data.features_column where it needs them)")
     path = cli.model_path(args, config, "score with")
     spark = cli.session()
     training_run.check_replaceable(args.output, training_run.SCORES, "--output")

@@ -79,6 +79,8 @@ SCHEMA = {
     },
 }
 REQUIRED_SECTIONS = ("data", "model")
+# the [data] sources that make their rows rather than read them from a path
+GENERATED_SOURCES = ("generated", "forest_synthetic")
 
 
 def load_config(path, overrides=(), require=REQUIRED_SECTIONS):
@@ -182,6 +184,10 @@ def _check_values(config, source):
         return
     if not 0.0 < data["test_fraction"] < 1.0:
         raise ConfigError(f"{source}: [data] test_fraction must be in (0, 1), got {data['test_fraction']}")
+    if data["test_path"] and data["source"] in GENERATED_SOURCES:
+        raise ConfigError(f"{source}: [data] test_path = {data['test_path']!r} names a file to read, and source "
+                          f"{data['source']!r} generates its rows (test_fraction holds out the test part): remove "
+                          "test_path, or set source to the format of your files")
     if data["scale"] not in ("none", "minmax", "standard"):
         raise ConfigError(f"{source}: [data] scale must be none, minmax or standard, got {data['scale']!r}")
     for key in ("rows", "features", "num_features"):

@@ -103,6 +103,18 @@ def test_train_refuses_a_model_path_holding_other_files_before_reading_data(spar
     assert (tmp_path / "nightly.csv").read_text() == "1,2,0\n"
 
 
+def test_predict_refuses_input_that_the_config_s_generated_source_would_not_read(monkeypatch, capsys, tmp_path):
+    """The quick start's config with --input mine.parquet scored the generated rings, not the file, and exited 0."""
+    from tests.jobs.test_retrain_job import no_spark
+
+    monkeypatch.setattr(cli, "session", no_spark)
+    assert cli.run(predict.main, ["--config", train.DEFAULT_CONFIG, "--input", "mine.parquet", "--output",
+                                  str(tmp_path / "scores")]) == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err == ("error: --input mine.parquet is read in the [data] format, and source "
+                                       "'generated' generates its rows: set data.source to the format of the file "
+                                       "(and data.label_column, data.features_column where it needs them)\n")
+
+
 def test_evaluate_without_a_model_says_how_to_give_one(capsys):
     assert cli.run(evaluate.main, ["--config", train.DEFAULT_CONFIG, "--set", 'output.model=""']
                    ) == cli.EXIT_BAD_INPUT

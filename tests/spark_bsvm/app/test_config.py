@@ -63,6 +63,8 @@ def test_an_override_of_a_text_key_keeps_a_date_or_number_as_written(tmp_path):
     (BASE, ["data.deduplicate=3"], r"deduplicate = 3 has the wrong type; expected bool"),
     (BASE, ["data.scale=log"], r"scale must be none, minmax or standard, got 'log'"),
     (BASE, ["output.plot_rows=0"], r"\[output\] plot_rows must be >= 1, got 0"),
+    (BASE, ["data.test_path=t.csv"], r"test_path = 't.csv' names a file to read, and source 'generated' generates "
+                                     r"its rows \(test_fraction holds out the test part\)"),
     (BASE, ["model"], r"override 'model' must look like section.key=value"),
     (BASE, ["data.source.x=1"], r"'source' is a value, not a section"),
     ('[data]\nsource = "csv"\n', [], r"section \[model\] is missing; it needs \['method'\]"),
