@@ -32,13 +32,15 @@ def svm_stage(pipeline_model):
 
 
 def evaluate(pipeline_model, test):
-    """Test error, support size and confusion counts of ``pipeline_model`` on ``test`` (with ``label``)."""
+    """Test error, support size and confusion counts of ``pipeline_model`` on ``test`` (with ``label``); a ValueError
+    when a test row's label is neither of the model's two classes."""
     svm = svm_stage(pipeline_model)
     negative, positive = svm.classes
     scored = pipeline_model.transform(test).select("label", svm.getPredictionCol())
     pred = F.col(svm.getPredictionCol())
     row = scored.agg(
         F.count(F.lit(1)).alias("rows"),
+        F.sum((~F.col("label").isin(negative, positive)).cast("long")).alias("unknown_labels"),
         F.sum(((F.col("label") == positive) & (pred == positive)).cast("long")).alias("true_positive"),
         F.sum(((F.col("label") != positive) & (pred == positive)).cast("long")).alias("false_positive"),
         F.sum(((F.col("label") != positive) & (pred == negative)).cast("long")).alias("true_negative"),
@@ -47,6 +49,10 @@ def evaluate(pipeline_model, test):
     rows = row.pop("rows")
     if rows == 0:
         raise ValueError("the test part is empty: raise [data] test_fraction or give a larger test_path")
+    if row.pop("unknown_labels"):  # scored as the negative class, the error would be of another question
+        other = scored.select("label").where(~F.col("label").isin(negative, positive)).first()["label"]
+        raise ValueError(f"the test rows hold the label {other!r}, and the model knows the labels {negative!r} and "
+                         f"{positive!r}: code the labels as the training data did (or set [data] positive_label)")
     counts = {k: int(v or 0) for k, v in row.items()}
     errors = counts["false_positive"] + counts["false_negative"]
     return {"test_rows": int(rows), "test_error": errors / rows, "support_size": svm.numSupportVectors,

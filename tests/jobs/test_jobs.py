@@ -51,6 +51,23 @@ def _has_matplotlib():
     return True
 
 
+def test_evaluate_refuses_test_labels_the_model_does_not_know(spark, trained, capsys, tmp_path):
+    """Labels coded otherwise than in training (1 and 2 against 0 and 1) were all counted as a class of the model's:
+    a test error, and a retraining decision, about another question, exit 0."""
+    from core.synthetic import make_rings
+
+    args, model, _ = trained
+    X, y = make_rings(200, 10, seed=3)
+    rows = [(*map(float, x), 2.0 if label > 0 else 1.0) for x, label in zip(X, y)]
+    spark.createDataFrame(rows, [f"x{j}" for j in range(10)] + ["label"]).write.parquet(str(tmp_path / "coded"))
+    assert cli.run(evaluate.main, ["--config", train.DEFAULT_CONFIG, "--model", model, "--set", "data.source=parquet",
+                                   "--set", f"data.path={tmp_path}/coded", "--set", "data.label_column=label",
+                                   "--set", f"output.report={tmp_path}/e.json"]) == cli.EXIT_BAD_INPUT
+    assert "error: the test rows hold the label 2.0, and the model knows the labels 0.0 and 1.0: code the labels " \
+           "as the training data did" in capsys.readouterr().err
+    assert not (tmp_path / "e.json").exists()
+
+
 def test_the_plot_is_skipped_with_a_note_without_matplotlib(trained, capsys, tmp_path, monkeypatch):
     args, model, _ = trained
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
