@@ -39,7 +39,7 @@ def main(argv=None):
     data = loaders.with_libsvm_width(spark, config["data"], [args.input or config["data"]["path"]],
                                      model_width=svm.numFeatures)
     rows = loaders.load(spark, data, path=args.input, labelled=False).frame
-    scored = model.transform(rows).select(
+    scored = report.transformed(model, rows).select(
         *(["label"] if "label" in rows.columns else []), svm.getPredictionCol(),
         F.element_at(vector_to_array(svm.getRawPredictionCol()), 2).alias("decision"))
     scored.write.mode("overwrite").parquet(args.output)

@@ -36,7 +36,7 @@ def evaluate(pipeline_model, test):
     when a test row's label is neither of the model's two classes."""
     svm = svm_stage(pipeline_model)
     negative, positive = svm.classes
-    scored = pipeline_model.transform(test).select("label", svm.getPredictionCol())
+    scored = transformed(pipeline_model, test).select("label", svm.getPredictionCol())
     pred = F.col(svm.getPredictionCol())
     row = scored.agg(
         F.count(F.lit(1)).alias("rows"),
@@ -57,6 +57,18 @@ def evaluate(pipeline_model, test):
     errors = counts["false_positive"] + counts["false_negative"]
     return {"test_rows": int(rows), "test_error": errors / rows, "support_size": svm.numSupportVectors,
             "classes": {"negative": negative, "positive": positive}, "confusion": counts}
+
+
+def transformed(pipeline_model, rows, whose="the model"):
+    """``pipeline_model.transform(rows)``, a plan (no Spark job runs); rows lacking a column its stages read are a
+    ValueError in one line that names the column, where Spark raised its own error and trace."""
+    from pyspark.errors import AnalysisException, IllegalArgumentException
+
+    try:
+        return pipeline_model.transform(rows)
+    except (AnalysisException, IllegalArgumentException) as exc:
+        raise ValueError(f"{whose} cannot score these rows: {str(exc).splitlines()[0]}; give it rows with the "
+                         "columns it was trained on") from None
 
 
 def validation_record(svm):

@@ -97,6 +97,8 @@ def _train_and_decide(spark, config, registry, fingerprint):
     current_model = PipelineModel.load(registry.model_uri(current)) if current is not None else None
     warm = registry.model_uri(current) if settings["warm_start"] and current is not None else None
     split = training_run.split_data(spark, config["data"])
+    if current_model is not None:  # the rows' columns, before the challenger's fit rather than after it
+        report.transformed(current_model, split.test, f"the current model (version {current})")
     challenger, timings = training_run.fit(split, config["model"], warm_start_from=warm)
     test = split.test.persist(StorageLevel.MEMORY_AND_DISK)
     challenger_eval = report.evaluate(challenger, test)

@@ -108,6 +108,36 @@ def test_a_file_that_comes_to_match_a_glob_is_new_input(spark, tmp_path, capsys)
         "challenger"]["train_rows"]
 
 
+def test_rows_the_current_model_cannot_score_are_refused_before_the_challenger_trains(spark, tmp_path, capsys,
+                                                                                      monkeypatch):
+    """The night's Parquet lost a column the current model reads: the challenger trained, then the run failed in
+    Spark's traceback (exit 1) when the current model scored the test rows."""
+    import pandas as pd
+
+    from core.synthetic import make_rings
+    from spark_bsvm.app import training_run
+
+    def write(name, seed, columns):
+        X, y = make_rings(300, 5, seed=seed)
+        frame = pd.DataFrame(X[:, :columns], columns=[f"f{j}" for j in range(columns)]).assign(label=1.0 * (y > 0))
+        frame.to_parquet(tmp_path / name)
+
+    write("night1.parquet", 0, 5)
+    write("night2.parquet", 1, 4)
+    root = str(tmp_path / "registry")
+    parquet = ["data.source=parquet", "data.label_column=label"]
+    assert run(root, *parquet, f"data.path={tmp_path}/night1.parquet") == 0
+
+    def no_fit(*_, **__):
+        raise AssertionError("the challenger was trained")
+
+    monkeypatch.setattr(training_run, "fit", no_fit)
+    assert cli.run(lambda argv: run(root, *parquet, f"data.path={tmp_path}/night2.parquet")) == cli.EXIT_BAD_INPUT
+    assert re.match(r"error: the current model \(version 1\) cannot score these rows: .*`f4`.*; give it rows with the "
+                    r"columns it was trained on\n$", capsys.readouterr().err)
+    assert ModelRegistry(root).versions() == [1]
+
+
 def test_warm_start_is_refused_for_methods_without_the_hook(tmp_path, capsys):
     from spark_bsvm.app import cli
 
