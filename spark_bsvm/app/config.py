@@ -27,12 +27,14 @@ class ConfigError(ValueError):
 
 
 _ANY_NUMBER = (int, float)
+# the [data] sources: the names of spark_bsvm.app.loaders.SOURCES, checked here before Spark starts
+SOURCES = ("generated", "forest_synthetic", "libsvm", "csv", "kddcup99", "parquet")
 
 # section -> key -> (accepted types, default (None: optional, REQUIRED: must be given), meaning)
 REQUIRED = object()
 SCHEMA = {
     "data": {
-        "source": (str, REQUIRED, "generated | forest_synthetic | libsvm | csv | kddcup99 | parquet"),
+        "source": (str, REQUIRED, " | ".join(SOURCES)),
         "path": (str, None, "input file or folder (any Spark path: local, hdfs://, s3a://); "
                             "for forest_synthetic, where the generated Parquet is written once"),
         "test_path": (str, None, "a separate test file in the same format (default: hold out test_fraction)"),
@@ -184,6 +186,8 @@ def _check_values(config, source):
         return
     if not 0.0 < data["test_fraction"] < 1.0:
         raise ConfigError(f"{source}: [data] test_fraction must be in (0, 1), got {data['test_fraction']}")
+    if data["source"] not in SOURCES:
+        raise ConfigError(f"{source}: [data] source {data['source']!r} is unknown; use one of {sorted(SOURCES)}")
     if data["test_path"] and data["source"] in GENERATED_SOURCES:
         raise ConfigError(f"{source}: [data] test_path = {data['test_path']!r} names a file to read, and source "
                           f"{data['source']!r} generates its rows (test_fraction holds out the test part): remove "

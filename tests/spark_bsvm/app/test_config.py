@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_bsvm.app.config import ConfigError, describe, load_config
+from spark_bsvm.app import loaders
+from spark_bsvm.app.config import SOURCES, ConfigError, describe, load_config
 from spark_bsvm.app.methods import METHODS, build_estimator, method_params, warm_started
 
 CONF = Path(__file__).resolve().parents[3] / "conf"
@@ -61,6 +62,7 @@ def test_an_override_of_a_text_key_keeps_a_date_or_number_as_written(tmp_path):
     (BASE, ["data.test_fraction=1.5"], r"test_fraction must be in \(0, 1\), got 1.5"),
     (BASE, ["data.seed=true"], r"\[data\] seed = True has the wrong type; expected int"),
     (BASE, ["data.deduplicate=3"], r"deduplicate = 3 has the wrong type; expected bool"),
+    (BASE, ["data.source=parqet"], r"\[data\] source 'parqet' is unknown; use one of \['csv', 'forest_synthetic'"),
     (BASE, ["data.scale=log"], r"scale must be none, minmax or standard, got 'log'"),
     (BASE, ["output.plot_rows=0"], r"\[output\] plot_rows must be >= 1, got 0"),
     (BASE, ["data.test_path=t.csv"], r"test_path = 't.csv' names a file to read, and source 'generated' generates "
@@ -148,3 +150,7 @@ def test_help_lists_every_config_key():
     text = describe()
     for key in ("source", "label_column", "positive_label", "deduplicate", "margin", "kept_exit_code", "plot"):
         assert f"    {key} (" in text
+
+
+def test_the_config_s_sources_are_the_loaders():
+    assert sorted(SOURCES) == sorted(loaders.SOURCES)
