@@ -141,6 +141,15 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
             that._set_training_summary(self._training_summary._dataset)
         return that
 
+    def __getstate__(self):
+        """The model as ``pickle``, ``cloudpickle`` (a UDF calling ``predict`` on the executors, a broadcast) and
+        ``copy.deepcopy`` take it: without its training summary, which holds the training DataFrame, an object
+        of the driver's session that cannot be pickled.  The unpickled model has no ``summary``, as a loaded
+        one; ``evaluate(df)`` scores it."""
+        state = dict(self.__dict__)
+        state["_training_summary"] = None
+        return state
+
     # ---- calibration and evaluation -------------------------------------------------------------
 
     def calibrate(self, dataset):

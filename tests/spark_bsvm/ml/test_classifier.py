@@ -61,6 +61,26 @@ def test_one_vector_gives_what_transform_gives(train, calibrated):
         calibrated.predict(Vectors.dense([0.0, 1.0, 2.0]))
 
 
+def test_a_fitted_model_pickles_into_a_udf_without_its_training_summary(train, calibrated):
+    """The training summary holds the training DataFrame, which only the driver has: a model fresh from ``fit``
+    goes into a UDF's closure, a pickle and a deep copy as a loaded model does, without it."""
+    import copy
+    import pickle
+
+    from pyspark.sql import functions as F
+
+    df = train[2].limit(20)
+    assert calibrated.hasSummary
+    positive = F.udf(lambda v: float(calibrated.predictProbability(v)[1]), "double")
+    rows = calibrated.transform(df).select(positive("features").alias("udf"), "probability").collect()
+    np.testing.assert_allclose([r.udf for r in rows], [r.probability[1] for r in rows], atol=1e-12)
+    vector = Vectors.dense(train[0][0])
+    for clone in (pickle.loads(pickle.dumps(calibrated)), copy.deepcopy(calibrated)):
+        assert not clone.hasSummary and clone.uid == calibrated.uid and clone.platt == calibrated.platt
+        assert clone.predictRaw(vector) == calibrated.predictRaw(vector)
+    assert calibrated.hasSummary and calibrated.copy().hasSummary
+
+
 def test_probabilities_need_a_calibrated_model(train):
     model = CSVC(gamma=0.5, numPartitions=2).fit(train[2])
     with pytest.raises(ValueError, match="the model is not calibrated: fit with calibrationFraction > 0"):
