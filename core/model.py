@@ -23,6 +23,9 @@ READABLE_VERSIONS = (1, 2)
 # the metadata of a fit's path through smaller support sizes: SpSVM-2's beta at every size
 # (``core.spsvm.truncate``), the slant sparsifier's steps (``core.slant.slant_model_at``)
 RECORDED_PATH_KEYS = ("path", "steps")
+# the metadata of Platt's sigmoid, (A, B), fitted on the expansion's own decision values (``spark_bsvm``'s
+# calibration): no model derived from it (``derived_metadata``) scores as it does, so none keeps it
+CALIBRATION_KEY = "platt"
 
 
 @dataclass
@@ -82,13 +85,12 @@ class KernelExpansion:
         """The same expansion keeping only the s largest |coef| (Dekel & Singer's pruning, section 5).
 
         A recorded path (``RECORDED_PATH_KEYS``) is dropped: it describes the support vectors in the order
-        the fit added them, which the pruned model no longer holds."""
+        the fit added them, which the pruned model no longer holds; so is a calibration (``derived_metadata``)."""
         (s,) = check_integer(0, **{"the number of weights to keep": s})
         if s >= self.n_support:
             return self
         keep = np.sort(np.argsort(-np.abs(self.coef), kind="stable")[:s])
-        meta = {k: v for k, v in self.metadata.items() if k not in RECORDED_PATH_KEYS}
-        meta["pruned_to"] = int(s)
+        meta = derived_metadata(self.metadata, RECORDED_PATH_KEYS, pruned_to=int(s))
         ids = None if self.support_ids is None else self.support_ids[keep]
         return KernelExpansion(take_rows(self.support_vectors, keep), self.coef[keep], self.bias,
                                self.kernel, list(self.classes), self.n_features, meta, ids)
@@ -150,6 +152,15 @@ class KernelExpansion:
         """Read a model written by ``save``."""
         with open(path, "rb") as f:
             return cls.from_bytes(f.read())
+
+
+def derived_metadata(metadata, dropped=(), **changes):
+    """The metadata of a model derived from one with ``metadata`` (pruned, ``core.spsvm.truncate``,
+    ``core.slant.slant_model_at``): without the keys ``dropped`` nor the calibration (``CALIBRATION_KEY``),
+    whose sigmoid was fitted on the other model's decision values (calibrate the derived model again for
+    probabilities), with ``changes`` set."""
+    kept = {k: v for k, v in metadata.items() if k != CALIBRATION_KEY and k not in dropped}
+    return dict(kept, **changes)
 
 
 def _plain(values):

@@ -81,7 +81,7 @@ import numpy as np
 
 from core.config import NJIT
 from core.kernel_columns import KernelColumns
-from core.model import KernelExpansion
+from core.model import KernelExpansion, derived_metadata
 from core.partition.common import content_key, ranks_before, unique_inverse
 from core.partition.slant import COLUMN_BYTES, NEG, POS, add_steps, slant_round, stepped_response
 from core.progress import Progress
@@ -193,13 +193,14 @@ def slant_model_at(model, n_support):
     """The model of ``fit_slant``'s path with at most ``n_support`` support vectors.
 
     It is the longest prefix of the recorded steps that uses no more than ``n_support`` distinct
-    examples: the last iterate of the path at that support size.
+    examples: the last iterate of the path at that support size.  The model's calibration is not kept
+    (``core.model.derived_metadata``).
     """
     positions = _step_positions(model)
     k = min(int(n_support), model.n_support)
     coef = slant_path_coef(model, [k])[0][:k]
-    meta = dict(model.metadata, steps=model.metadata["steps"][:_prefix_length(positions, k)],
-                n_support_limit=int(n_support))
+    meta = derived_metadata(model.metadata, steps=model.metadata["steps"][:_prefix_length(positions, k)],
+                            n_support_limit=int(n_support))
     return KernelExpansion(take_rows(model.support_vectors, np.arange(k)), coef, model.bias, model.kernel,
                            list(model.classes), model.n_features, meta, model.support_ids[:k])
 

@@ -78,7 +78,7 @@ import numpy as np
 from core.blas import add_gram, symmetric_times
 from core.cholesky import CholeskyFactor
 from core.kernels import KernelSpec, kernel_diag
-from core.model import KernelExpansion
+from core.model import KernelExpansion, derived_metadata
 from core.progress import Progress
 from core.partition.spsvm import (BIAS_TERM, SCORE_SUMS, basis_kernel, spsvm_add_basis, spsvm_gradient, spsvm_line,
                                   spsvm_restore, spsvm_score, spsvm_start)
@@ -630,7 +630,8 @@ def truncate(model, d):
     """The stage-d model of a SpSVM fit: its first d basis functions with beta as it was at stage d.
 
     Needs ``keep_path_coef=True`` at training.  beta at a stage that was not retrained (see
-    ``metadata["path"]["retrained"]``) is the greedy one, not re-optimised.
+    ``metadata["path"]["retrained"]``) is the greedy one, not re-optimised.  The model's calibration is not
+    kept (``core.model.derived_metadata``).
     """
     path = model.metadata.get("path") if isinstance(model.metadata, dict) else None
     if not path or not path.get("coef"):
@@ -644,7 +645,7 @@ def truncate(model, d):
     d = int(d)
     coef = np.array(path["coef"][d * (d - 1) // 2: d * (d + 1) // 2])
     keep = np.arange(d)
-    meta = dict(model.metadata, truncated_to=d, objective=path["objective"][d - 1], n_basis=d)
+    meta = derived_metadata(model.metadata, truncated_to=d, objective=path["objective"][d - 1], n_basis=d)
     ids = None if model.support_ids is None else model.support_ids[:d]
     return KernelExpansion(take_rows(model.support_vectors, keep), coef, float(coef.sum()) * BIAS_TERM,
                            model.kernel, list(model.classes), model.n_features, meta, ids)

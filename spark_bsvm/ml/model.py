@@ -13,7 +13,7 @@ from pyspark.ml.linalg import DenseVector, Vector
 from pyspark.ml.util import DefaultParamsReader, DefaultParamsWriter, MLReadable, MLReader, MLWritable, MLWriter
 from pyspark.sql import functions as F
 
-from core.model import KernelExpansion
+from core.model import CALIBRATION_KEY, KernelExpansion
 from core.platt import fit_platt, platt_probability
 from spark_bsvm.engine.blocks import rows_column
 from spark_bsvm.engine.session import is_connect
@@ -123,7 +123,7 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
     @property
     def platt(self):
         """(A, B) of P(label = classes[1]) = 1 / (1 + exp(A f + B)), or None when not calibrated."""
-        values = self.expansion.metadata.get("platt")
+        values = self.expansion.metadata.get(CALIBRATION_KEY)
         return tuple(values) if values else None
 
     @property
@@ -176,7 +176,7 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
         f = np.array([r["f"] for r in rows])
         y = np.where(np.array([r[label] for r in rows]) == self.classes[1], 1.0, -1.0)
         weights = np.array([r[weight] for r in rows], np.float64) if weight else None
-        self.expansion.metadata["platt"] = list(fit_platt(f, y, weights))
+        self.expansion.metadata[CALIBRATION_KEY] = list(fit_platt(f, y, weights))
         return self
 
     @property

@@ -133,6 +133,14 @@ def test_pruned_drops_the_recorded_path_of_the_unpruned_support_vectors():
         model.pruned(2.5)
 
 
+def test_a_pruned_model_is_not_calibrated_as_the_unpruned_one_was():
+    model = _model(n_sv=10)
+    model.metadata["platt"] = [-2.0, 0.1]  # Platt's sigmoid fitted on the 10-vector model's decision values
+    pruned = model.pruned(4)
+    assert "platt" not in pruned.metadata and model.metadata["platt"] == [-2.0, 0.1]
+    assert model.pruned(10).metadata["platt"] == [-2.0, 0.1]  # the model itself: its calibration holds
+
+
 def test_rejects_inconsistent_parts():
     with pytest.raises(ValueError, match="support vectors but"):
         KernelExpansion(np.zeros((3, 2)), np.zeros(2), 0.0, KernelSpec(), [0, 1], 2)

@@ -89,12 +89,13 @@ def test_lemma_4_2_basic_method_reaches_one_half_within_4_w_squared_steps(proble
 def test_the_model_at_a_support_size_is_the_fit_stopped_at_that_size(problem, aggressive):
     X, y, reference = problem
     full = fit_slant(LocalEngine(X, y), reference, eta=0.25, epsilon=0.2, aggressive=aggressive)
+    full.metadata["platt"] = [-2.0, 0.1]  # a sigmoid fitted on the full path's decision values
     for k in (1, 7, 30):
         stopped = fit_slant(LocalEngine(X, y), reference, eta=0.25, epsilon=0.2, aggressive=aggressive,
                             max_support=k)
         assert stopped.metadata["stopped"] == "max_support"
         prefix = slant_model_at(full, k)
-        assert prefix.metadata["steps"] == stopped.metadata["steps"]
+        assert prefix.metadata["steps"] == stopped.metadata["steps"] and "platt" not in prefix.metadata
         np.testing.assert_array_equal(prefix.support_ids, stopped.support_ids)
         np.testing.assert_array_equal(prefix.support_vectors, stopped.support_vectors)
         np.testing.assert_array_equal(prefix.coef, stopped.coef)
