@@ -451,6 +451,17 @@ def _prepared(df, columns):
     return _owned(df.select(*selected))
 
 
+def without_zero_weights(df, weight_col):
+    """``df`` without its rows of weight 0 in ``weight_col`` (None: ``df`` as it is): they contribute nothing
+    (MLlib's meaning), and the data's checks refuse them; null weights stay, for those checks to name."""
+    from pyspark.sql import functions as F
+
+    if not weight_col:
+        return df
+    weight = F.col(weight_col)
+    return df.filter(weight.isNull() | (weight != 0))
+
+
 def check_rows(df, features_col, label_col, weight_col=None):
     """The ``DataSummary`` of ``df``'s rows, or the ValueError naming what is wrong with them, by the checks a
     training stage runs on its rows (``check_training_data``, one Spark job): for rows no training stage

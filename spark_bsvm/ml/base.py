@@ -38,7 +38,7 @@ from core.kernels import LINEAR, KernelSpec
 from spark_bsvm.engine.blocks import check_schema, check_validation_column
 from spark_bsvm.engine.shared_results import SharedResults
 from spark_bsvm.engine.session import executor_slots
-from spark_bsvm.engine.stage import check_rows
+from spark_bsvm.engine.stage import check_rows, without_zero_weights
 from spark_bsvm.engine.training import resolve_mode, train, train_in_turn
 from spark_bsvm.ml.model import ConnectOverwrite
 from spark_bsvm.ml.params import GRID_PARAMS, _GridParams, _KernelParams, _ValidationParams, check_params
@@ -207,9 +207,7 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
     def _training_rows(self, dataset):
         """(the rows to train on, the calibration rows or None, the column marking the validation rows or
         None) of ``dataset``, by the params of ``_ROW_PARAMS``."""
-        if self._weight_col():  # null weights stay: the data's checks name them
-            weight = F.col(self._weight_col())
-            dataset = dataset.filter(weight.isNull() | (weight != 0))
+        dataset = without_zero_weights(dataset, self._weight_col())
         holdout = None
         if self.getCalibrationFraction() > 0:
             # the calibration rows skip the training stage's checks: every row is checked before the split

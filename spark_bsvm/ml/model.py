@@ -17,7 +17,7 @@ from core.model import CALIBRATION_KEY, KernelExpansion
 from core.platt import fit_platt, platt_probability
 from spark_bsvm.engine.blocks import rows_column
 from spark_bsvm.engine.session import is_connect
-from spark_bsvm.engine.stage import check_rows
+from spark_bsvm.engine.stage import check_rows, without_zero_weights
 from spark_bsvm.ml.params import _BSVMParams, _PredictionSetters, check_params
 from spark_bsvm.ml.summary import BSVMSummary, BSVMTrainingSummary
 
@@ -155,7 +155,9 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
     def calibrate(self, dataset):
         """Fit Platt's sigmoid on ``dataset`` (held out from training); enables ``probabilityCol``.  Its rows are
         checked first as training rows are, and must have the model's features and label values; they count by
-        ``weightCol`` where the model has one and ``dataset`` holds it."""
+        ``weightCol`` where the model has one and ``dataset`` holds it (rows of weight 0 are dropped, as ``fit``
+        drops them)."""
+        dataset = without_zero_weights(dataset, self._weight_col(dataset))
         summary = check_rows(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col(dataset))
         if summary.n_features != self.numFeatures:
             raise ValueError(f"the calibration rows have {summary.n_features} features, the model "

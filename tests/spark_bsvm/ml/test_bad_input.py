@@ -163,3 +163,19 @@ def test_calibration_counts_the_rows_by_their_weights(spark):
     f = model.expansion.decision_function(X)
     np.testing.assert_allclose(model.platt, fit_platt(f, np.where(labels > 0, 1.0, -1.0), weights), rtol=1e-9)
     assert not np.allclose(model.platt, fit_platt(f, np.where(labels > 0, 1.0, -1.0)), rtol=1e-3)
+
+
+def test_calibration_drops_the_rows_of_weight_0_as_the_fit_does(spark):
+    """``fit`` took a frame with weights of 0, ``calibrate`` refused the same frame."""
+    from core.platt import fit_platt
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((40, 2))
+    labels = (X[:, 0] + 0.5 * rng.standard_normal(40) > 0).astype(float)
+    weights = np.where(np.arange(40) % 5 == 0, 0.0, 1.0)
+    frame = spark.createDataFrame([(Vectors.dense(x), float(l), float(w)) for x, l, w in zip(X, labels, weights)],
+                                  WEIGHTED)
+    model = CSVC(gamma=1.0, weightCol="w").fit(frame).calibrate(frame)
+    kept = weights > 0
+    f = model.expansion.decision_function(X[kept])
+    np.testing.assert_allclose(model.platt, fit_platt(f, np.where(labels[kept] > 0, 1.0, -1.0)), rtol=1e-9)
