@@ -104,6 +104,7 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         if self._class_thresholds() is not None and self.getCalibrationFraction() == 0:
             raise ValueError("thresholds chooses the class by its probability, and the model gets probabilities "
                              "only when calibrated: set calibrationFraction > 0, or use threshold (on f) instead")
+        self._output_columns(probabilities=self.getCalibrationFraction() > 0)  # its model's transform would refuse them
         if isinstance(self, _ValidationParams):
             self._check_validation()
 

@@ -242,10 +242,8 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
 
     def _transform(self, dataset):
         rule = self._rule()
-        outputs = [("probabilityCol", self.getProbabilityCol() if self.platt else None),
-                   ("rawPredictionCol", self.getRawPredictionCol()), ("predictionCol", self.getPredictionCol())]
-        for param, column in outputs:
-            if column and column in dataset.columns:  # MLlib's classifiers refuse it too, rather than replace it
+        for param, column in self._output_columns(probabilities=bool(self.platt)):
+            if column in dataset.columns:  # MLlib's classifiers refuse it too, rather than replace it
                 raise ValueError(f"the DataFrame has a column '{column}' already: set {param} to another name, "
                                  "or drop that column")
         score_col = "__bsvm_scores"

@@ -150,6 +150,19 @@ class _BSVMParams(_ProbabilisticClassifierParams, HasSeed):
                 self.set(self.getParam(name), None)
         return self._set(**{name: value for name, value in values.items() if value is not None})
 
+    def _output_columns(self, probabilities):
+        """[(param name, column)] of the columns ``transform`` adds, ``probabilityCol`` only with ``probabilities``
+        (a param set to "" adds none); a ValueError when two of them share a name, where one would replace the
+        other (MLlib's classifiers refuse that too)."""
+        names = (["probabilityCol"] if probabilities else []) + ["rawPredictionCol", "predictionCol"]
+        outputs = [(name, self.getOrDefault(name)) for name in names if self.getOrDefault(name)]
+        for k, (name, column) in enumerate(outputs):
+            for earlier, earlier_column in outputs[:k]:
+                if column == earlier_column:
+                    raise ValueError(f"{earlier} and {name} are both {column!r}: transform would write one over the "
+                                     "other; give each output column its own name")
+        return outputs
+
     def _weight_col(self, dataset=None):
         """The instance weight column, or None (unset, empty, a method without ``weightCol``, or, given
         ``dataset``, a column it does not have: a model's rows to score or evaluate may come without it)."""

@@ -207,6 +207,21 @@ def test_an_output_column_the_frame_has_already_is_refused_as_mllib_does(train, 
                                                                                       "rawPrediction")).count()
 
 
+def test_two_output_columns_of_one_name_are_refused_as_mllib_does(train, calibrated, estimator):
+    """transform wrote the later column over the earlier: rawPrediction lost under the prediction, the
+    probability under the rawPrediction."""
+    df = train[2]
+    for first, second in (("rawPredictionCol", "predictionCol"), ("probabilityCol", "rawPredictionCol")):
+        clash = {calibrated.getParam(first): "out", calibrated.getParam(second): "out"}
+        with pytest.raises(ValueError, match=f"^{first} and {second} are both 'out': transform would write one"):
+            calibrated.transform(df, clash)
+        with pytest.raises(ValueError, match=f"^{first} and {second} are both 'out'"):
+            estimator.copy({estimator.getParam(p): "out" for p in (first, second)}).fit(df)  # before its fit
+    uncalibrated = calibrated.copy({calibrated.probabilityCol: "rawPrediction"})  # no probability column
+    uncalibrated.expansion.metadata.pop("platt")
+    assert uncalibrated.transform(df).columns == df.columns + ["rawPrediction", "prediction"]
+
+
 @pytest.mark.parametrize("udf", ["arrow", "pandas"])
 def test_transform_scores_dense_and_sparse_vectors_alike_and_names_a_wrong_size(spark, train, calibrated, udf,
                                                                                  monkeypatch):
