@@ -196,11 +196,12 @@ def slant_model_at(model, n_support):
     examples: the last iterate of the path at that support size.  The model's calibration is not kept
     (``core.model.derived_metadata``).
     """
+    (n_support,) = check_integer(0, n_support=n_support)
     positions = _step_positions(model)
-    k = min(int(n_support), model.n_support)
+    k = min(n_support, model.n_support)
     coef = slant_path_coef(model, [k])[0][:k]
     meta = derived_metadata(model.metadata, steps=model.metadata["steps"][:_prefix_length(positions, k)],
-                            n_support_limit=int(n_support))
+                            n_support_limit=n_support)
     return KernelExpansion(take_rows(model.support_vectors, np.arange(k)), coef, model.bias, model.kernel,
                            list(model.classes), model.n_features, meta, model.support_ids[:k])
 

@@ -99,6 +99,9 @@ def test_the_model_at_a_support_size_is_the_fit_stopped_at_that_size(problem, ag
         np.testing.assert_array_equal(prefix.support_ids, stopped.support_ids)
         np.testing.assert_array_equal(prefix.support_vectors, stopped.support_vectors)
         np.testing.assert_array_equal(prefix.coef, stopped.coef)
+    for size in (2.5, -1, "3", None):  # 2.5 gave the model at 2, "3" the model at 3
+        with pytest.raises(ValueError, match=f"n_support must be an integer >= 0, got {size!r}"):
+            slant_model_at(full, size)
     coef = slant_path_coef(full, [0, 5, full.n_support, 10 * full.n_support])
     assert not coef[0].any() and np.count_nonzero(coef[1]) == 5
     np.testing.assert_array_equal(coef[2], full.coef)
