@@ -243,9 +243,7 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
     def _transform(self, dataset):
         rule = self._rule()
         for param, column in self._output_columns(probabilities=bool(self.platt)):
-            if column in dataset.columns:  # MLlib's classifiers refuse it too, rather than replace it
-                raise ValueError(f"the DataFrame has a column '{column}' already: set {param} to another name, "
-                                 "or drop that column")
+            check_new_column(dataset, param, column)
         score_col = "__bsvm_scores"
         out = dataset.withColumn(score_col, self._scores(dataset, rule))
         f, p = F.col(score_col)["f"], F.col(score_col)["p"]
@@ -267,6 +265,14 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
     @classmethod
     def read(cls):
         return _BSVMModelReader(cls)
+
+
+def check_new_column(dataset, param, column):
+    """A ValueError when ``dataset`` has the column ``column`` already, which the output column ``param`` would
+    replace: MLlib's classifiers refuse it too."""
+    if column in dataset.columns:
+        raise ValueError(f"the DataFrame has a column '{column}' already: set {param} to another name, or drop that "
+                         "column")
 
 
 class ConnectOverwrite:

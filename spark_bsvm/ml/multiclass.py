@@ -11,18 +11,20 @@ import numpy as np
 from pyspark.ml.functions import array_to_vector
 
 from spark_bsvm.engine.blocks import rows_column
-from spark_bsvm.ml.model import BSVMModel, DecisionRule
+from spark_bsvm.ml.model import BSVMModel, DecisionRule, check_new_column
 from spark_bsvm.ml.params import check_params
 
 
 def with_one_vs_rest_probability(ovr_model, dataset, probabilityCol="probability"):
     """``dataset`` with ``probabilityCol``: a vector of P(class k | x), k = 0..numClasses-1, from the calibrated
-    binary models of the fitted ``OneVsRestModel`` ``ovr_model``, normalised to sum 1.
+    binary models of the fitted ``OneVsRestModel`` ``ovr_model``, normalised to sum 1 (a ValueError when
+    ``dataset`` has that column already).
 
     >>> ovr = OneVsRest(classifier=CSVC(calibrationFraction=0.2)).fit(train)          # doctest: +SKIP
     >>> scored = with_one_vs_rest_probability(ovr, ovr.transform(test))               # doctest: +SKIP
     >>> MulticlassClassificationEvaluator(metricName="logLoss").evaluate(scored)      # doctest: +SKIP
     """
+    check_new_column(dataset, "probabilityCol", probabilityCol)
     for k, model in enumerate(ovr_model.models):
         if not (isinstance(model, BSVMModel) and model.platt):
             what = "not calibrated" if isinstance(model, BSVMModel) else f"a {type(model).__name__}"

@@ -94,3 +94,13 @@ def test_a_validation_indicator_under_one_vs_rest_is_named_with_the_fix(three_cl
                                          r"\(OneVsRest gives its classifier only the label, features and weight "
                                          r"columns: under it, hold out validation rows with validationFraction\)"):
         OneVsRest(classifier=classifier).fit(train)
+
+
+def test_a_probability_column_the_frame_has_already_is_refused(three_classes, calibrated_ovr):
+    """The helper replaced the frame's own column of that name, silently, where transform refuses one."""
+    from pyspark.sql import functions as F
+
+    scored = calibrated_ovr.transform(three_classes[3]).withColumn("probability", F.lit("mine"))
+    with pytest.raises(ValueError, match="^the DataFrame has a column 'probability' already: set probabilityCol to "):
+        with_one_vs_rest_probability(calibrated_ovr, scored)
+    assert "classProbability" in with_one_vs_rest_probability(calibrated_ovr, scored, "classProbability").columns
