@@ -162,6 +162,12 @@ def dealt_again(prepared, partition_rows, n_partitions):
     partitioner samples ~100 rows a task (``spark.sql.execution.rangeExchange.sampleSizePerPartition``:
     all of such small data; one small job) and cuts the ids into ranges of about n / ``n_partitions``
     rows (a ``coalesce(1)`` before the round robin would not do: Spark's optimizer drops it).
+
+    The round robin deals ``prepared``'s own partitions, those counted: Spark's optimizer merges a round robin
+    straight over another one (the caller's ``repartition(k)``, or an earlier deal of ours) into it, which
+    deals the rows below it again just as that one did (two rows that one sent to the same partition, again
+    to the same partition: an empty task); a filter that it can neither drop nor push down (always true, but
+    not deterministic to the optimizer) keeps the two apart.
     """
     from pyspark.sql import functions as F
 
@@ -169,7 +175,7 @@ def dealt_again(prepared, partition_rows, n_partitions):
         row = "_spark_bsvm_row"
         numbered = prepared.withColumn(row, F.monotonically_increasing_id())
         return _owned(numbered.repartitionByRange(n_partitions, row).drop(row))
-    return _owned(prepared.repartition(n_partitions))
+    return _owned(prepared.filter(F.spark_partition_id() >= 0).repartition(n_partitions))
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,18 @@ def test_even_input_is_read_as_it_is_and_tiny_input_still_fills_every_task(spark
     assert partition_sizes(TrainingData(tiny).frame) == [1, 1]
 
 
+def test_rows_a_round_robin_of_the_caller_left_in_one_partition_are_dealt_into_every_task(spark, rings):
+    """Two rows that the caller's ``repartition(2)`` put in one partition: dealt again, they fill both tasks (Spark's
+    optimizer merged the deal into the caller's round robin, which dealt them into one partition again, and the
+    fit failed on an empty task as if the data were nondeterministic)."""
+    X, y = rings
+    tiny = contiguous_frame(spark, X[:2], np.array([-1.0, 1.0]), sizes=[1, 1]).repartition(2)
+    assert sorted(partition_sizes(tiny)) == [0, 2]  # pyspark 4.3's round robin: both rows start at one task
+    assert partition_sizes(TrainingData(tiny).frame) == [1, 1]
+    tasks, model = fit(tiny)
+    assert tasks == 2 and model.decision_function(X[:2]).tolist() == pytest.approx([-1.0, 1.0], abs=1e-2)
+
+
 def test_the_rows_are_dealt_before_the_tasks_check_them_unless_the_plan_fixes_the_tasks_partitions(spark, rings):
     """``fixed_partitions``: a cached frame's partitions, an RDD's, an adaptive plan's shuffle into a given number
     (and a coalesce's above it), none for one whose partitions Spark may merge as it runs; ``TrainingData``
