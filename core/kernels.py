@@ -141,8 +141,16 @@ class KernelSpec:
 
     def for_data(self, engine):
         """This spec with ``gamma="scale"`` replaced by the value for ``engine``'s training data
-        (``engine.scale_gamma``); the spec itself when its gamma is a number."""
-        return replace(self, gamma=engine.scale_gamma) if self.gamma == SCALE else self
+        (``engine.scale_gamma``); the spec itself when its gamma is a number.  A ValueError where that value is
+        no positive finite number: feature values so large that their variance overflows a double."""
+        if self.gamma != SCALE:
+            return self
+        if not 0.0 < engine.scale_gamma < np.inf:
+            raise ValueError(f"gamma='scale' is 1 / (n_features x the variance of the feature values), and that "
+                             f"variance overflows a double on these rows (gamma {engine.scale_gamma}: feature values "
+                             "of magnitude 1e154 or more); scale the features (pyspark.ml.feature.StandardScaler, "
+                             "MinMaxScaler) or set gamma to a number")
+        return replace(self, gamma=engine.scale_gamma)
 
     def to_dict(self):
         """The spec as a dict of plain JSON-able values."""
