@@ -476,6 +476,13 @@ def check_rows(df, features_col, label_col, weight_col=None):
                                weight_col)
 
 
+def label_counts(df, features_col, label_col):
+    """{label value: rows} of ``df``'s rows (one Spark job), the values as the checks give them
+    (``check_rows``'s ``classes``: decimal labels as doubles)."""
+    prepared = _prepared(df, (features_col, label_col, None, None))
+    return {row["label"]: row["count"] for row in prepared.groupBy("label").count().collect()}
+
+
 def _checked_frame(prepared, tasks, names):
     """(the ``DataSummary`` of the ``prepared`` training data, checked by its Spark job
     (``check_training_data``; ``names``: the features, label and weight columns the errors name), the

@@ -38,7 +38,7 @@ from core.kernels import LINEAR, KernelSpec
 from spark_bsvm.engine.blocks import check_schema, check_validation_column
 from spark_bsvm.engine.shared_results import SharedResults
 from spark_bsvm.engine.session import executor_slots
-from spark_bsvm.engine.stage import check_rows, without_zero_weights
+from spark_bsvm.engine.stage import check_rows, label_counts, without_zero_weights
 from spark_bsvm.engine.training import resolve_mode, train, train_in_turn
 from spark_bsvm.ml.model import ConnectOverwrite
 from spark_bsvm.ml.params import GRID_PARAMS, _GridParams, _KernelParams, _ValidationParams, check_params
@@ -212,11 +212,24 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         holdout = None
         if self.getCalibrationFraction() > 0:
             # the calibration rows skip the training stage's checks: every row is checked before the split
-            check_rows(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col())
+            classes = check_rows(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col()).classes
             fraction = self.getCalibrationFraction()
             dataset, holdout = dataset.randomSplit([1.0 - fraction, fraction], seed=self.getOrDefault(self.seed))
+            self._check_calibration_rows(holdout, classes)
         dataset, validation_col = self._validation_col(dataset)
         return dataset, holdout, validation_col
+
+    def _check_calibration_rows(self, holdout, classes):
+        """A ValueError, before any training, unless the calibration rows ``holdout`` hold rows of both label
+        values ``classes``: Platt's sigmoid on one label (or none) gives every row the same probability."""
+        held = label_counts(holdout, self.getFeaturesCol(), self.getLabelCol())
+        missing = [value for value in classes if not held.get(value)]
+        if missing:
+            raise ValueError(f"the calibration rows (calibrationFraction={self.getCalibrationFraction()}, seed "
+                             f"{self.getOrDefault(self.seed)}: {sum(held.values())} row(s)) hold no row of label "
+                             f"{' or '.join(repr(value) for value in missing)}, and Platt's sigmoid needs both; raise "
+                             "calibrationFraction, use more rows of that label, or fit with calibrationFraction=0 "
+                             "and call model.calibrate(held_out_df)")
 
     def _row_key(self):
         """The values of ``_ROW_PARAMS``: fits of equal keys train on the same rows."""

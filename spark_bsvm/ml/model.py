@@ -173,8 +173,6 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
         scored = dataset.select(self._scores(dataset, DecisionRule())["f"].alias("f"), label,
                                 *([weight] if weight else []))
         rows = scored.collect()
-        if not rows:
-            raise ValueError("the calibration part is empty: raise calibrationFraction or use more data")
         f = np.array([r["f"] for r in rows])
         y = np.where(np.array([r[label] for r in rows]) == self.classes[1], 1.0, -1.0)
         weights = np.array([r[weight] for r in rows], np.float64) if weight else None

@@ -179,3 +179,18 @@ def test_calibration_drops_the_rows_of_weight_0_as_the_fit_does(spark):
     kept = weights > 0
     f = model.expansion.decision_function(X[kept])
     np.testing.assert_allclose(model.platt, fit_platt(f, np.where(labels[kept] > 0, 1.0, -1.0)), rtol=1e-9)
+
+
+def test_calibration_rows_without_a_label_are_refused_before_training(spark, caplog):
+    """Seed 0 holds out 5 rows of label 0.0 only: Platt's sigmoid on them gave every row the same probability
+    (A = 0), after the training stage; calibrationFraction 0.01 holds out no row, which failed after training."""
+    rng = np.random.default_rng(4)
+    frame = spark.createDataFrame([(Vectors.dense(x), float(i < 2)) for i, x in enumerate(rng.standard_normal((24, 2)))],
+                                  VECTOR)
+    _refused(CSVC(gamma=1.0, calibrationFraction=0.3, seed=0), frame,
+             r"the calibration rows \(calibrationFraction=0.3, seed 0: 5 row\(s\)\) hold no row of label 1.0, and "
+             r"Platt's sigmoid needs both; raise calibrationFraction, use more rows of that label, or fit with "
+             r"calibrationFraction=0 and call model.calibrate\(held_out_df\)", caplog)
+    with pytest.raises(ValueError, match=r"0 row\(s\)\) hold no row of label 0.0 or 1.0"):
+        CSVC(gamma=1.0, calibrationFraction=0.01).fit(frame)
+    assert CSVC(gamma=1.0, calibrationFraction=0.3, seed=1).fit(frame).platt is not None  # both labels held out
