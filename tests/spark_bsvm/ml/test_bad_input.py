@@ -69,6 +69,9 @@ MATRIX = [
     ("NaN weight", WEIGHTED, [GOOD[0] + (1.0,), GOOD[1] + (NAN,)], {"weightCol": "w"}, WEIGHT_MESSAGE),
     ("inf weight", WEIGHTED, [GOOD[0] + (1.0,), GOOD[1] + (INF,)], {"weightCol": "w"}, WEIGHT_MESSAGE),
     ("null weight", WEIGHTED, [GOOD[0] + (1.0,), GOOD[1] + (None,)], {"weightCol": "w"}, WEIGHT_MESSAGE),
+    ("weights 0 for a label", WEIGHTED, [GOOD[0] + (1.0,), GOOD[1] + (0.0,)], {"weightCol": "w"},
+     r"binary classification needs exactly two label values, found 1 among the rows of weight > 0: \[0.0\]; the "
+     r"rows of weight 0 are dropped \(they contribute nothing\), so give some rows of each label a positive weight"),
     ("all weights 0", WEIGHTED, [GOOD[0] + (0.0,), GOOD[1] + (0.0,)], {"weightCol": "w"},
      r"the training data is empty: the DataFrame has no rows of weight > 0 \(the rows of weight 0 are dropped: "
      r"they contribute nothing\)"),
