@@ -1,5 +1,7 @@
 """Sparse and mixed dense/sparse feature vectors: Arrow -> CSR in the training task, and a fit on them."""
 
+import time
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -237,6 +239,10 @@ def test_clean_vectors_are_summarised_by_the_plain_pass_as_the_diagnosing_pass_w
     finally:
         context.setLocalProperty("spark.jobGroup.id", None)
     tracker = context.statusTracker()
+    ended = time.monotonic() + 60  # the tracker learns of a job's end from Spark's listener bus, after collect returns
+    while (any(tracker.getJobInfo(job).status == "RUNNING" for job in tracker.getJobIdsForGroup(group))
+           and time.monotonic() < ended):
+        time.sleep(0.05)
     jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(group)]
     assert jobs and all(job.status == "SUCCEEDED" for job in jobs)
 
