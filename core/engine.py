@@ -77,8 +77,9 @@ class LocalEngine(Engine):
 
     Example ids are row positions in the arrays given, so a model's support
     ids index the original data.  ``validation``: a boolean mask of the rows
-    held out for validation (they stay in their block, never trained on); the
-    blocks split all n rows, as a Spark DataFrame's contiguous partitions do.
+    held out for validation (they stay in their block, never trained on, and
+    ``scale_gamma`` is that of the other rows); the blocks split all n rows,
+    as a Spark DataFrame's contiguous partitions do.
     A CSR ``X`` with at least half its values nonzero is trained on as a dense block
     (``core.rows.dense_enough``).
     """
@@ -112,7 +113,8 @@ class LocalEngine(Engine):
         self.n_validation = 0 if validation is None else int(validation.sum())
         self.n_examples = n - self.n_validation
         self.n_partitions = n_partitions
-        self.scale_gamma = scale_gamma(self.n_features, feature_variance(X))
+        training_rows = X if validation is None else take_rows(X, np.flatnonzero(~validation))
+        self.scale_gamma = scale_gamma(self.n_features, feature_variance(training_rows))
 
     def run(self, function, request, rebuild=None):
         answers = []

@@ -1,8 +1,8 @@
 """Per-group feature moments of ragged rows: the figures the checks of the training data take.
 
 The Spark engine's training tasks check their own rows (``spark_bsvm.engine.blocks.partition_groups``):
-per group of rows (one label, one row size) and feature j, what Spark's ``Summarizer`` gives the
-checks' aggregation, the rows' values x_ij counted as zeros where a sparse row stores nothing:
+per group of rows (one label, validation mark and row size) and feature j, what Spark's ``Summarizer``
+gives the checks' aggregation, the rows' values x_ij counted as zeros where a sparse row stores nothing:
 
     mean_gj     = (1 / n_g) sum_{i in g} x_ij
     variance_gj = (1 / (n_g - 1)) sum_{i in g} (x_ij - mean_gj)^2        (0 when n_g = 1)

@@ -136,9 +136,9 @@ def declared_features(field):
 class DataSummary:
     """What the checks of the training data found: the two label values (negative first), the rows, the
     rows of each non-empty input partition ({partition id: rows}), the feature count, scikit-learn's
-    ``gamma="scale"`` for these rows (``core.kernels.scale_gamma``), of the rows, those marked for
-    validation (0 without a ``validation`` column), and whether the tasks hold the rows as dense blocks
-    (``core.rows.dense_enough`` of the nonzero values counted)."""
+    ``gamma="scale"`` for the training rows, those not marked for validation (``core.kernels.scale_gamma``),
+    of the rows, those marked for validation (0 without a ``validation`` column), and whether the tasks hold
+    the rows as dense blocks (``core.rows.dense_enough`` of the nonzero values counted, of all rows)."""
 
     classes: list
     n_rows: int
@@ -193,8 +193,9 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     NaN, infinite, negative or 0.  The estimators drop the rows of weight 0 first (they contribute nothing;
     MLlib's meaning); the engine itself takes positive weights only, as ``LocalEngine``.
 
-    Rows are grouped by label and partition (so the rows per partition come with the same pass: Spark
-    Connect has no cheaper way to them); each group's per-feature moments come from
+    Rows are grouped by label, partition (so the rows per partition come with the same pass: Spark
+    Connect has no cheaper way to them) and validation mark (so ``scale_gamma`` comes from the training rows'
+    groups alone, in the same pass); each group's per-feature moments come from
     ``pyspark.ml.stat.Summarizer`` (sparse rows stay sparse there, their zeros counted).  A vector column
     is first summarised as it is (``_plain_groups``), which is all that clean data needs; only when that
     pass cannot vouch for the rows does the slower pass that finds and counts each kind of bad row run
@@ -210,11 +211,13 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
 
 def judged_groups(groups, has_validation, features_col, label_col, weight_col=None):
     """The ``DataSummary`` of the training data summarised by ``groups``, or the ValueError that
-    ``check_training_data`` describes.  ``groups``: dicts of rows sharing a label, a partition and a row
-    size, from Spark's aggregation (``check_training_data``) or a task's own rows (``partition_groups``):
-    ``label``, ``partition``, ``size``, the counts ``rows``, ``null_features``, ``bad_values``,
-    ``bad_weights``, ``zero_weights``, ``validation_rows``, ``null_validation`` (see ``_group_counts``),
-    and per feature the ``mean``, the sample ``variance`` and the ``nonzeros`` of its usable rows."""
+    ``check_training_data`` describes.  ``groups``: dicts of rows sharing a label, a partition, a validation
+    mark and a row size, from Spark's aggregation (``check_training_data``) or a task's own rows
+    (``partition_groups``): ``label``, ``partition``, ``validation`` (the rows are marked for validation; a
+    null mark counts as false, and as a ``null_validation``), ``size``, the counts ``rows``,
+    ``null_features``, ``bad_values``, ``bad_weights``, ``zero_weights``, ``null_validation`` (see
+    ``_group_counts``), and per feature the ``mean``, the sample ``variance`` and the ``nonzeros`` of its
+    usable rows.  ``scale_gamma`` comes from the groups of training rows alone."""
     n_rows = sum(g["rows"] for g in groups)
     if n_rows == 0:
         raise ValueError("the training data is empty: the DataFrame has no rows" + (
@@ -254,14 +257,14 @@ def judged_groups(groups, has_validation, features_col, label_col, weight_col=No
     partition_rows = {}
     for g in groups:
         partition_rows[g["partition"]] = partition_rows.get(g["partition"], 0) + g["rows"]
+    training = [g for g in groups if not g["validation"]]
     n_validation = 0
     if has_validation:
         n_validation = _validation_rows(groups, n_rows)
-        check_training_classes(classes, [sum(g["rows"] - g["validation_rows"] for g in groups if g["label"] == c)
-                                         for c in classes])
+        check_training_classes(classes, [sum(g["rows"] for g in training if g["label"] == c) for c in classes])
     nonzeros = int(sum(g["nonzeros"].sum() for g in groups))
     return DataSummary(classes, int(n_rows), partition_rows, n_features,
-                       scale_gamma(n_features, _variance(groups, n_features)), n_validation,
+                       scale_gamma(n_features, _variance(training, n_features)), n_validation,
                        dense_enough(nonzeros, n_rows, n_features))
 
 
@@ -284,7 +287,7 @@ def _plain_groups(prepared):
     summarized = F.when(features.isNull(), array_to_vector(F.array(F.lit(0.0)))).otherwise(features)
     try:
         groups = prepared.groupBy("label", F.expr("spark_partition_id() AS `partition`"),
-                                  F.expr("features IS NULL AS null_row")).agg(
+                                  _validation_key(prepared.columns), F.expr("features IS NULL AS null_row")).agg(
             *_group_counts(prepared.columns),
             Summarizer.metrics("mean", "variance", "numNonZeros").summary(summarized).alias("summary"),
         ).collect()
@@ -297,14 +300,15 @@ def _plain_groups(prepared):
 
 
 def _diagnosed_groups(prepared, is_vector):
-    """The checks' groups from per-row checks (``_row_checks``), grouped by label, partition and row size,
-    with the null features and the rows holding NaN, infinite or null values counted."""
+    """The checks' groups from per-row checks (``_row_checks``), grouped by label, partition, validation mark
+    and row size, with the null features and the rows holding NaN, infinite or null values counted."""
     from pyspark.ml.stat import Summarizer
     from pyspark.sql import functions as F
 
     features = F.col("features")
     rows = prepared.select("*", F.spark_partition_id().alias("partition"), *_row_checks(features, is_vector))
-    return [_with_moments(g) for g in rows.groupBy("label", "partition", "size").agg(
+    return [_with_moments(g) for g in rows.groupBy("label", "partition", _validation_key(prepared.columns),
+                                                   "size").agg(
         *_group_counts(prepared.columns),
         F.sum(F.col("bad").cast("long")).alias("bad_values"),
         Summarizer.metrics("mean", "variance", "numNonZeros").summary(F.col("summarized")).alias("summary"),
@@ -314,23 +318,27 @@ def _diagnosed_groups(prepared, is_vector):
 def partition_groups(partition, pid):
     """The checks' groups (``judged_groups``) of one task's rows, ``partition`` (``partition_rows``): what
     ``check_training_data``'s aggregation finds in partition ``pid``, counted in numpy.  Rows are grouped by
-    label and row size; a group's moments (``core.moments.group_moments``: per feature the mean, the sample
-    variance and the nonzeros) are those of its usable rows (neither null nor holding a null entry) with zeros
-    in place of the others, as the aggregation's ``_row_checks`` give the Summarizer.  An empty partition
-    (None) has no groups."""
+    label, validation mark (a null mark as false) and row size; a group's moments (``core.moments.group_moments``:
+    per feature the mean, the sample variance and the nonzeros) are those of its usable rows (neither null nor
+    holding a null entry) with zeros in place of the others, as the aggregation's ``_row_checks`` give the
+    Summarizer.  An empty partition (None) has no groups."""
     if partition is None:
         return []
     table, rows = partition
     labels = table.column("label").combine_chunks().dictionary_encode()  # any label type, nulls included
     values = labels.dictionary.to_pylist() + [None]
     codes = labels.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False).astype(np.int64)
+    marks = table.column("validation").combine_chunks() if "validation" in table.column_names else None
+    held = (np.zeros(codes.size, np.int64) if marks is None
+            else marks.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int64))
+    kinds = 2 * codes + held  # a row's label code and validation mark
     sizes = rows.sizes
     span = int(sizes.max(initial=0)) + 1
     if sizes.min() == sizes.max():  # rows of one size, as the checks accept them: no sort of the rows
-        used = np.flatnonzero(np.bincount(codes, minlength=len(values)))
-        keys, group_of = used * span + sizes[0], np.searchsorted(used, codes)
+        used = np.flatnonzero(np.bincount(kinds, minlength=2 * len(values)))
+        keys, group_of = used * span + sizes[0], np.searchsorted(used, kinds)
     else:
-        keys, group_of = np.unique(codes * span + sizes, return_inverse=True)
+        keys, group_of = np.unique(kinds * span + sizes, return_inverse=True)
     n_groups, width = keys.size, span - 1 or 1
     moments = group_moments(rows.lengths, rows.values, group_of, n_groups, width,
                             ~rows.null & ~rows.null_entries & (sizes > 0), rows.sparse, rows.indices)
@@ -343,15 +351,14 @@ def partition_groups(partition, pid):
     if "weight" in table.column_names:
         counts["bad_weights"], counts["zero_weights"] = map(per_group, _weight_checks(
             table.column("weight").combine_chunks()))
-    if "validation" in table.column_names:
-        marks = table.column("validation").combine_chunks()
-        counts["validation_rows"] = per_group(marks.fill_null(False).to_numpy(zero_copy_only=False))
+    if marks is not None:
         counts["null_validation"] = per_group(marks.is_null().to_numpy(zero_copy_only=False))
     groups = []
     for k, key in enumerate(keys.tolist()):
-        size = key % span
-        group = {"label": values[key // span], "partition": pid, "size": size, "bad_weights": 0, "zero_weights": 0,
-                 "validation_rows": 0, "null_validation": 0, **{name: int(c[k]) for name, c in counts.items()}}
+        kind, size = divmod(key, span)
+        group = {"label": values[kind // 2], "partition": pid, "validation": bool(kind % 2), "size": size,
+                 "bad_weights": 0, "zero_weights": 0, "null_validation": 0,
+                 **{name: int(c[k]) for name, c in counts.items()}}
         groups.append(dict(group, **{name: m[k, :max(size, 1)] for name, m in moments.items()}))
     return groups
 
@@ -393,10 +400,20 @@ def _with_moments(group):
                 nonzeros=summary["numNonZeros"].toArray())
 
 
+def _validation_key(columns):
+    """The key that both passes of the checks group by beside the label and the partition, of a frame with
+    these ``columns``: ``validation``, whether the rows are marked for validation (a null mark counts as
+    false: ``_group_counts`` counts it, and the checks name it), false for every row without a validation
+    column."""
+    from pyspark.sql import functions as F
+
+    return F.expr(f"{'coalesce(validation, false)' if 'validation' in columns else 'false'} AS validation")
+
+
 def _group_counts(columns):
     """The counts both passes of the checks take per group, of a frame with these ``columns``: rows, null
-    features, weights that are bad (null, NaN, negative, infinite) or 0, validation rows and null validation
-    marks (0 without a weight or a validation column)."""
+    features, weights that are bad (null, NaN, negative, infinite) or 0 and null validation marks (0 without
+    a weight or a validation column)."""
     from pyspark.sql import functions as F
 
     weighted, held = "weight" in columns, "validation" in columns
@@ -405,7 +422,6 @@ def _group_counts(columns):
         "bad_weights": "weight IS NULL OR isnan(weight) OR weight < 0 OR weight = double('Infinity')" if weighted
         else "false",
         "zero_weights": "weight = 0" if weighted else "false",
-        "validation_rows": "coalesce(validation, false)" if held else "false",
         "null_validation": "validation IS NULL" if held else "false"}
     return [F.expr("count(1) AS `rows`")] + [F.expr(f"sum(CAST(({condition}) AS BIGINT)) AS `{name}`")
                                               for name, condition in conditions.items()]
@@ -539,7 +555,7 @@ def _validation_rows(groups, n_rows):
     if nulls:
         raise ValueError(f"the validation indicator column has {nulls} null value(s): mark every row "
                          "true (validation) or false (training)")
-    held = int(sum(g["validation_rows"] for g in groups))
+    held = sum(g["rows"] for g in groups if g["validation"])
     if held == 0 or held == n_rows:
         raise ValueError(f"{'none' if held == 0 else 'all'} of the {n_rows} training rows are marked for "
                          "validation: hold out some rows and train on the others")

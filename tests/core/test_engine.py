@@ -74,3 +74,19 @@ def test_a_csr_input_at_least_half_nonzero_becomes_dense_blocks():
     assert all(sp.issparse(p.rows) for p in LocalEngine(sp.csr_matrix(below), y, n_partitions=2).partitions)
     stored_zeros = sp.csr_matrix((np.r_[1.0, np.zeros(5)], np.zeros(6, np.int32), np.arange(7)), shape=(6, 1))
     assert sp.issparse(LocalEngine(stored_zeros, y).partitions[0].rows)  # 6 values stored, 1 of them nonzero
+
+
+def test_gamma_scale_leaves_the_validation_rows_out():
+    """An engine holding rows out for validation has the ``scale_gamma`` of one on its training rows alone,
+    for dense and CSR rows."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(1.0, 2.0, size=(40, 3)) * (rng.random((40, 3)) < 0.4)
+    y = np.arange(40) % 2
+    held = np.arange(40) % 5 == 0
+    X[held] *= 4.0
+    for rows in (X, sp.csr_matrix(X)):
+        engine = LocalEngine(rows, y, n_partitions=2, validation=held)
+        assert engine.scale_gamma == LocalEngine(rows[np.flatnonzero(~held)], y[~held]).scale_gamma
+        assert engine.scale_gamma != LocalEngine(rows, y).scale_gamma

@@ -10,6 +10,8 @@ from pyspark.ml.feature import VectorAssembler
 from pyspark.ml.functions import vector_to_array
 
 from core.engine import LocalEngine
+from core.kernels import KernelSpec
+from core.spsvm import fit_spsvm
 from core.synthetic import make_rings
 from spark_bsvm import CSVC, BSVMModel, BudgetSVM, ElasticBudgetSVM, L0SVM, SlantSparsifier, SpSVM
 from tests.conftest import contiguous_frame
@@ -104,6 +106,20 @@ def test_bad_vectors_are_named_under_connect(connect_spark):
         df = connect_spark.createDataFrame(good + [bad], VECTOR).coalesce(1)
         with pytest.raises(ValueError, match=f"^{message}$"):
             CSVC(C=1.0, gamma=0.5).fit(df)
+
+
+def test_gamma_scale_leaves_the_validation_rows_out_under_connect(connect_spark, rings, frame):
+    """The checks' Spark job groups the rows by validation mark under Connect too: gamma="scale" is that of
+    the training rows alone, and the fit is the local one."""
+    X, labels = rings
+    held = X[:, 0] > 0.5
+    marked = frame.withColumn("held", vector_to_array("features")[0] > 0.5)
+    model = SpSVM(maxBasis=5, regParam=0.1, kappa=4, seed=2, numPartitions=2,
+                  validationIndicatorCol="held").fit(marked)
+    local = fit_spsvm(LocalEngine(X, labels, n_partitions=2, validation=held), max_basis=5, lam=0.1,
+                      kernel=KernelSpec(gamma="scale"), kappa=4, seed=2)
+    assert model.getGamma() == pytest.approx(LocalEngine(X[~held], labels[~held]).scale_gamma, rel=1e-11)
+    np.testing.assert_allclose(model.expansion.coef, local.coef, rtol=0, atol=1e-9)
 
 
 def test_a_coalesced_frame_is_dealt_again_under_connect(connect_spark, rings, frame, caplog):

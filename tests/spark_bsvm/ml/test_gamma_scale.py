@@ -47,6 +47,29 @@ def test_every_estimator_fits_with_the_data_gamma(data, estimator):
     assert model.getGamma() == pytest.approx(1.0 / (3 * X.var()), rel=1e-11)
 
 
+@pytest.mark.parametrize("mode", ["driver", "executor"])
+def test_a_fit_with_validation_rows_gets_the_gamma_of_its_training_rows_alone(spark, data, mode):
+    """The validation rows (validationIndicatorCol) are left out of gamma="scale" on Spark as in-process: the
+    tasks' own checks judged by the driver's coordinator and the executors' fit's Spark job of checks alike.
+    Here the validation rows are spread 3x as widely: counted, they would halve gamma."""
+    from pyspark.ml.linalg import Vectors
+
+    X, labels, _ = data
+    held = np.arange(len(labels)) % 4 == 1
+    X = np.where(held[:, None], 3.0 * X, X)
+    training_gamma = LocalEngine(X[~held], labels[~held]).scale_gamma
+    assert training_gamma > 1.5 * LocalEngine(X, labels).scale_gamma
+    df = rows_frame(spark, [(Vectors.dense(x), float(l), bool(h)) for x, l, h in zip(X, labels, held)],
+                    {"features": "vector", "label": "double", "held": "boolean"})
+    model = SpSVM(maxBasis=5, regParam=0.1, kappa=4, seed=2, numPartitions=2, coordinatorMode=mode,
+                  validationIndicatorCol="held").fit(df)
+    local = fit_spsvm(LocalEngine(X, labels, n_partitions=2, validation=held), max_basis=5, lam=0.1,
+                      kernel=KernelSpec(gamma="scale"), kappa=4, seed=2)
+    assert model.getGamma() == pytest.approx(training_gamma, rel=1e-11)
+    assert local.kernel.gamma == training_gamma
+    np.testing.assert_allclose(model.expansion.coef, local.coef, rtol=0, atol=1e-9)
+
+
 def test_an_explicit_gamma_is_kept_and_a_bad_one_is_named(data):
     assert CSVC(gamma=1.0, maxIter=50, numPartitions=1).fit(data[2]).getGamma() == 1.0
     with pytest.raises(TypeError, match="gamma must be a number > 0 or 'scale', got 'auto'"):
