@@ -79,7 +79,9 @@ class BSVMSummary:
     def errorBySupportSize(self):
         """[(support size, error)] of the models the fit passed through (``core.support_path``), on this
         DataFrame: SpSVM-2 at each basis size, the slant sparsifier along its steps (at most 50 sizes,
-        the model's own last).  Empty for the methods that record no path."""
+        the model's own last).  Each model predicts by threshold on f(x): the smaller models have no
+        calibration of their own, so thresholds (on probabilities) play no part, and with thresholds set
+        the last error may differ from 1 - accuracy.  Empty for the methods that record no path."""
         model = self._model
         expansion = model.expansion
         path = recorded_path(expansion)
