@@ -8,6 +8,7 @@ Arrow batches read from a DataFrame's own plan (``planned_arrow_batches``) need 
 sessions only.
 """
 
+import re
 import threading
 from contextlib import contextmanager
 
@@ -26,19 +27,69 @@ def is_connect(spark):
 
 def executor_slots(spark):
     """How many tasks can run at once, as Spark's barrier check counts them: each executor's cores over
-    ``spark.task.cpus`` (rounded down), summed.  A barrier stage needs one slot per task."""
+    ``spark.task.cpus`` (rounded down), summed.  A barrier stage needs one slot per task.  A ValueError where
+    a Spark Connect client cannot count them (``_counted_slots``)."""
+    slots = _counted_slots(spark)
+    if slots is None:
+        raise _uncounted(spark)
+    return slots
+
+
+# a Connect client counts the cores by the default parallelism, which these confs may set to another number
+_PARALLELISM_CONFS = ("spark.sql.leafNodeDefaultParallelism", "spark.default.parallelism")
+
+
+def _uncounted(spark):
+    """The ValueError of a Spark Connect client that cannot count the task slots (``_counted_slots``)."""
+    return ValueError("under Spark Connect spark-bsvm counts the task slots by the cluster's default parallelism, "
+                      f"which {_parallelism_override(spark)} sets to a number of its own: set numPartitions to at "
+                      "most the cluster's task slots (each executor's cores over spark.task.cpus, summed)")
+
+
+def _counted_slots(spark):
+    """``executor_slots``, or None where a Spark Connect client cannot count them: the master is no local one
+    and the default parallelism is set (``_PARALLELISM_CONFS``)."""
     if not is_connect(spark):
         # the very count Spark compares a barrier stage's tasks with (a JVM method, public in the bytecode)
         context = spark.sparkContext._jsc.sc()
         return context.maxNumConcurrentTasks(context.resourceProfileManager().defaultResourceProfile())
+    task_cpus = int(spark.conf.get("spark.task.cpus", "1"))
+    local = local_master_cores(spark.conf.get("spark.master", ""))
+    if local is not None:
+        cores, executor_cores = local
+        return slots_of(cores, task_cpus, executor_cores)
+    if _parallelism_override(spark):
+        return None
     # Connect hides the SparkContext; a range without a partition count is split into the default
     # parallelism, the cluster's cores (one small job)
     from pyspark.sql import functions as F
 
     cores = spark.range(0, 1 << 20).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()[0] + 1
     executor_cores = spark.conf.get("spark.executor.cores", None)
-    return slots_of(cores, int(spark.conf.get("spark.task.cpus", "1")),
-                    int(executor_cores) if executor_cores else None)
+    return slots_of(cores, task_cpus, int(executor_cores) if executor_cores else None)
+
+
+def _parallelism_override(spark):
+    """``"conf=value"`` of the first of ``_PARALLELISM_CONFS`` set in ``spark``, or None."""
+    for key in _PARALLELISM_CONFS:
+        value = spark.conf.get(key, None)
+        if value:
+            return f"{key}={value}"
+    return None
+
+
+def local_master_cores(master):
+    """(cores, executor cores or None) of a local master: ``local``, ``local[N]`` or ``local[N, F]`` (N, None),
+    ``local-cluster[n, c, m]`` (n c, c); None for any other master (``local[*]``: the cores of the machine the
+    driver runs on, which a Spark Connect client may not be)."""
+    found = re.fullmatch(r"local(?:\[\s*(\d+)\s*(?:,\s*\d+\s*)?\])?", master)
+    if found:
+        return int(found.group(1) or 1), None
+    found = re.fullmatch(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\]", master)
+    if found:
+        executors, cores = int(found.group(1)), int(found.group(2))
+        return executors * cores, cores
+    return None
 
 
 def slots_of(cores, task_cpus, executor_cores=None):
@@ -58,7 +109,11 @@ def barrier_tasks(spark, num_partitions=None):
         raise ValueError(
             "spark-bsvm trains in one barrier stage, which Spark does not run with dynamic allocation: "
             "set spark.dynamicAllocation.enabled=false for this application")
-    slots = executor_slots(spark)
+    slots = _counted_slots(spark)
+    if slots is None and num_partitions is not None:
+        return num_partitions  # a Connect client that cannot count the slots: the user's count
+    if slots is None:
+        raise _uncounted(spark)
     counted = f"each executor's cores over spark.task.cpus={spark.conf.get('spark.task.cpus', '1')}, summed"
     if slots < 1:
         raise ValueError(f"this application has no task slot ({counted}): no executor has as many cores as a "

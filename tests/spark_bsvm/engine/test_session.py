@@ -14,7 +14,7 @@ from core.kernels import KernelSpec
 from core.svc import fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm.engine.session import (ARROW_BYTES, ARROW_RECORDS, FEWEST_BATCH_ROWS, UNSIZED, barrier_tasks,
-                                      row_sized_arrow_batches, slots_of, unsized_arrow_batches)
+                                      local_master_cores, row_sized_arrow_batches, slots_of, unsized_arrow_batches)
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,6 +38,29 @@ def test_barrier_requirements_are_explained(spark):
     local = type("Spark", (), {"conf": {"spark.dynamicAllocation.enabled": "true", "spark.master": "local[2]"},
                                "sparkContext": spark.sparkContext})()
     assert barrier_tasks(local, 2) == 2
+
+
+def test_a_connect_client_counts_the_slots_of_a_local_master_whatever_the_default_parallelism(connect_spark):
+    """A range's partitions are the default parallelism, which a conf may set apart from the cores: a local
+    master's slots come from the master itself (a fit of 3 tasks on 2 slots would wait 10 minutes, then fail)."""
+    connect_spark.conf.set("spark.sql.leafNodeDefaultParallelism", "3")
+    try:
+        assert barrier_tasks(connect_spark) == 2  # local[2]
+    finally:
+        connect_spark.conf.unset("spark.sql.leafNodeDefaultParallelism")
+    assert local_master_cores("local") == (1, None) and local_master_cores("local[4, 3]") == (4, None)
+    assert local_master_cores("local-cluster[2,3,1024]") == (6, 3) and local_master_cores("local[*]") is None
+
+
+def test_a_connect_client_that_cannot_count_the_slots_asks_for_num_partitions():
+    """Another master with the default parallelism set: no count to trust, so no default task count."""
+    conf = {"spark.master": "yarn", "spark.default.parallelism": "8"}
+    cluster = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session", "conf": conf})()
+    with pytest.raises(ValueError, match=r"^under Spark Connect spark-bsvm counts the task slots by the cluster's "
+                                         r"default parallelism, which spark.default.parallelism=8 sets .*: set "
+                                         r"numPartitions"):
+        barrier_tasks(cluster)
+    assert barrier_tasks(cluster, 4) == 4
 
 
 def test_arrow_batches_go_unsized_only_where_their_row_count_keeps_them_within_the_byte_limit():
