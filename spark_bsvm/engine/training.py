@@ -3,7 +3,7 @@ driver (``SparkEngine``) or by one of the stage's own tasks (``spark_bsvm.engine
 
 Modes (the estimators' ``coordinatorMode``):
     driver    the solver runs in this process; tasks connect to it.  A lost task is rebuilt from the
-              driver's model and the fit resumes.
+              driver's model and the fit resumes.  Classic sessions only.
     executor  the solver runs in partition 0's task; the model comes back as the stage's output.  A
               lost task restarts the fit.  The way under Spark Connect, whose client executors may not
               reach.
@@ -27,9 +27,14 @@ MODES = ("auto", "driver", "executor")
 
 
 def resolve_mode(spark, mode):
-    """``mode`` with ``auto`` decided for ``spark``'s kind of session."""
+    """``mode`` with ``auto`` decided for ``spark``'s kind of session; a ValueError for ``driver`` under Spark
+    Connect, whose client has no SparkContext for the driver's coordinator to follow the training stage by."""
     if mode not in MODES:
         raise ValueError(f"coordinatorMode must be one of {MODES}, got {mode!r}")
+    if mode == "driver" and is_connect(spark):
+        raise ValueError("coordinatorMode='driver' runs the solver beside a classic session's SparkContext, which "
+                         "a Spark Connect client does not have: use coordinatorMode='executor' or 'auto' (the "
+                         "solver then runs in one of the training tasks)")
     if mode == "auto":
         return "executor" if is_connect(spark) else "driver"
     return mode

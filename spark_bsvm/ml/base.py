@@ -245,6 +245,7 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         """The fit of ``dataset`` up to its training stage (``_FitPlan``): the params checked, the saved models
         read, the rows derived (once per row key with ``shared_results``)."""
         self._check()
+        resolve_mode(dataset.sparkSession, self.getCoordinatorMode())  # 'driver' under Connect: before any job
         # the columns first: reading a saved model below runs Spark jobs
         check_schema(dataset, self.getFeaturesCol(), self.getLabelCol(), self._weight_col())
         if isinstance(self, _ValidationParams) and self.getValidationIndicatorCol():

@@ -112,8 +112,8 @@ class _BSVMParams(_ProbabilisticClassifierParams, HasSeed):
                           "application's task slots (default: all slots); a fit holds that many slots until it "
                           "ends, so fits run side by side (CrossValidator or OneVsRest with parallelism > 1) "
                           "only with numPartitions <= slots // parallelism", TypeConverters.toInt)
-    coordinatorMode = Param(Params._dummy(), "coordinatorMode", "where the solver runs: 'driver' (tasks connect "
-                            "to the driver; a lost task is rebuilt and the fit resumes), 'executor' (in one "
+    coordinatorMode = Param(Params._dummy(), "coordinatorMode", "where the solver runs: 'driver' (classic sessions "
+                            "only: tasks connect to the driver; a lost task is rebuilt and the fit resumes), 'executor' (in one "
                             "training task, which the others connect to; a lost task restarts the fit; for "
                             "Spark Connect clients), or 'auto' (executor under Spark Connect, else driver)",
                             TypeConverters.toString)

@@ -133,3 +133,19 @@ def test_a_coalesced_frame_is_dealt_again_under_connect(connect_spark, rings, fr
     reference = estimator.fit(coalesced.repartition(2))
     np.testing.assert_array_equal(model.expansion.support_vectors, reference.expansion.support_vectors)
     np.testing.assert_allclose(model.expansion.coef, reference.expansion.coef, rtol=0, atol=1e-9)
+
+
+def test_the_driver_coordinator_is_refused_under_connect_before_any_job(connect_spark, frame):
+    """The driver's coordinator follows its stage through the SparkContext, which a Connect client has not: the
+    fit says so before its first job (over rows that fail when read), for fit and the tuners' fitMultiple."""
+    def unreadable(batches):
+        raise RuntimeError("a Spark job read the rows")
+        yield  # noqa: unreachable -- a generator, as mapInArrow wants
+
+    rows = frame.mapInArrow(unreadable, frame.schema)
+    estimator = CSVC(C=1.0, gamma=0.5, calibrationFraction=0.2, coordinatorMode="driver")
+    message = r"^coordinatorMode='driver' runs the solver beside a classic session's SparkContext.*'executor' or 'auto'"
+    with pytest.raises(ValueError, match=message):
+        estimator.fit(rows)
+    with pytest.raises(ValueError, match=message):
+        estimator.fitMultiple(rows, [{estimator.C: 2.0}, {estimator.C: 4.0}])
