@@ -12,6 +12,7 @@ import os
 import sys
 
 from spark_bsvm.app import config as config_module
+from spark_bsvm.engine.session import is_connect
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -40,7 +41,8 @@ def load(args, require=config_module.REQUIRED_SECTIONS):
 
 
 def default_spark_session():
-    """The active SparkSession, spark-submit's, or a local one built for this machine.
+    """The active SparkSession, spark-submit's, or a local one built for this machine; a ValueError, before
+    any session starts, for a Spark Connect one (``SPARK_REMOTE`` set, or active).
 
     The local session uses every core (``local[*]``), the running Python
     for the workers, and 4g of driver memory unless ``SPARK_DRIVER_MEMORY``
@@ -48,7 +50,14 @@ def default_spark_session():
     """
     from pyspark.sql import SparkSession
 
+    remote = os.environ.get("SPARK_REMOTE")
     active = SparkSession.getActiveSession()
+    if (active is not None and is_connect(active)) or (active is None and remote):
+        where = f"SPARK_REMOTE={remote}" if active is None else "the active session is a Spark Connect one"
+        raise ValueError(f"the jobs need a classic Spark session ({where}): they reach the JVM (Hadoop's FileSystem "
+                         "to replace a saved model, Spark's logging), which a Spark Connect client cannot; unset "
+                         "SPARK_REMOTE and run the job with spark-submit --master ..., or use the estimators of "
+                         "spark_bsvm.ml from the Connect client")
     if active is not None:
         return active
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # started by spark-submit: its --master and --conf decide

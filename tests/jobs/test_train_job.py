@@ -66,3 +66,29 @@ def test_a_bad_model_section_exits_2_before_spark_starts(monkeypatch, capsys, ov
     monkeypatch.setattr(cli, "session", no_spark)
     assert cli.run(main, ["--set", override]) == cli.EXIT_BAD_INPUT
     assert message in capsys.readouterr().err
+
+
+def test_a_spark_connect_remote_is_refused_before_any_session_starts(tmp_path):
+    """SPARK_REMOTE set: the job exits 2 with one line instead of pyspark's traceback (a master and a remote
+    both configured); the training would have ended in the model's save, which needs the JVM."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.spark_bsvm.app.test_registry import ROOT
+
+    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "train.py")] + SMALL, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), SPARK_REMOTE="sc://localhost:15002"),
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == cli.EXIT_BAD_INPUT
+    assert done.stderr.startswith("error: the jobs need a classic Spark session (SPARK_REMOTE=sc://localhost:15002)")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.spark
+def test_an_active_spark_connect_session_is_refused_before_any_job(connect_spark, tmp_path, capsys):
+    """From a notebook whose session is a Spark Connect one, the job says why it cannot run there."""
+    assert cli.run(main, SMALL + ["--set", f"output.model={tmp_path}/model"]) == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err.startswith("error: the jobs need a classic Spark session (the active session is "
+                                              "a Spark Connect one)")
+    assert not (tmp_path / "model").exists()
