@@ -112,10 +112,11 @@ class _BSVMParams(_ProbabilisticClassifierParams, HasSeed):
                           "application's task slots (default: all slots); a fit holds that many slots until it "
                           "ends, so fits run side by side (CrossValidator or OneVsRest with parallelism > 1) "
                           "only with numPartitions <= slots // parallelism", TypeConverters.toInt)
-    coordinatorMode = Param(Params._dummy(), "coordinatorMode", "where the solver runs: 'driver' (classic sessions "
-                            "only: tasks connect to the driver; a lost task is rebuilt and the fit resumes), 'executor' (in one "
-                            "training task, which the others connect to; a lost task restarts the fit; for "
-                            "Spark Connect clients), or 'auto' (executor under Spark Connect, else driver)",
+    coordinatorMode = Param(Params._dummy(), "coordinatorMode", "where the solver runs: 'driver' (classic "
+                            "sessions only: tasks connect to the driver; a lost task is rebuilt and the fit "
+                            "resumes), 'executor' (in one training task, which the others connect to; a lost task "
+                            "restarts the fit; for Spark Connect clients), or 'auto' (executor under Spark "
+                            "Connect, else driver)",
                             TypeConverters.toString)
     maxStageRestarts = Param(Params._dummy(), "maxStageRestarts", "how many times a fit starts its training stage "
                              "again after a task was lost (Spark aborts the stage at a task's failure); with "

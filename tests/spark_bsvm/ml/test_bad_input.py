@@ -188,8 +188,8 @@ def test_calibration_rows_without_a_label_are_refused_before_training(spark, cap
     """Seed 0 holds out 5 rows of label 0.0 only: Platt's sigmoid on them gave every row the same probability
     (A = 0), after the training stage; calibrationFraction 0.01 holds out no row, which failed after training."""
     rng = np.random.default_rng(4)
-    frame = spark.createDataFrame([(Vectors.dense(x), float(i < 2)) for i, x in enumerate(rng.standard_normal((24, 2)))],
-                                  VECTOR)
+    rows = [(Vectors.dense(x), float(i < 2)) for i, x in enumerate(rng.standard_normal((24, 2)))]
+    frame = spark.createDataFrame(rows, VECTOR)
     _refused(CSVC(gamma=1.0, calibrationFraction=0.3, seed=0), frame,
              r"the calibration rows \(calibrationFraction=0.3, seed 0: 5 row\(s\)\) hold no row of label 1.0, and "
              r"Platt's sigmoid needs both; raise calibrationFraction, use more rows of that label, or fit with "
