@@ -223,7 +223,8 @@ def test_a_lost_coordinating_task_restarts_the_fit_to_the_same_model(data, tmp_p
 @pytest.mark.parametrize("mode", ["driver", "executor"])
 def test_a_frame_coalesced_to_the_partition_count_is_dealt_again_for_the_barrier_stage(spark, data, mode, caplog):
     """Spark refuses a barrier stage over a coalesce even at the wanted count, when the job is submitted; the
-    fit deals the rows again and trains as on the frame repartitioned by hand."""
+    fit deals the coalesced partitions again and trains as on them repartitioned by hand (checkpointed first:
+    Spark's optimizer would drop a coalesce below a repartition)."""
     X, y, _ = data
     coalesced = to_df(spark, X, y, n_partitions=4).coalesce(2)
     function, arguments = FITS["csvc"]
@@ -231,7 +232,7 @@ def test_a_frame_coalesced_to_the_partition_count_is_dealt_again_for_the_barrier
         model = train(coalesced, function, arguments, num_partitions=2, mode=mode)
     assert "Spark refused a barrier stage over merged partitions (a coalesce?); the rows are dealt into 2 " \
            "partitions" in caplog.text
-    reference = train(coalesced.repartition(2), function, arguments, num_partitions=2, mode=mode)
+    reference = train(coalesced.localCheckpoint().repartition(2), function, arguments, num_partitions=2, mode=mode)
     np.testing.assert_array_equal(model.support_vectors, reference.support_vectors)
     np.testing.assert_allclose(model.coef, reference.coef, rtol=0, atol=1e-9)
 

@@ -124,13 +124,14 @@ def test_gamma_scale_leaves_the_validation_rows_out_under_connect(connect_spark,
 
 def test_a_coalesced_frame_is_dealt_again_under_connect(connect_spark, rings, frame, caplog):
     """Spark refuses a barrier stage over a coalesce under Connect too (its error reaches the client by
-    name); the fit deals the rows again and gives the model of the frame repartitioned by hand."""
+    name); the fit deals the coalesced partitions again and gives the model of them repartitioned by hand
+    (checkpointed first: Spark's optimizer would drop a coalesce below a repartition)."""
     estimator = CSVC(C=1.0, gamma=0.5, workingSetSize=32, numPartitions=2)
     coalesced = frame.repartition(4).coalesce(2)
     with caplog.at_level(logging.INFO, logger="spark_bsvm.progress"):
         model = estimator.fit(coalesced)
     assert "Spark refused a barrier stage over merged partitions" in caplog.text
-    reference = estimator.fit(coalesced.repartition(2))
+    reference = estimator.fit(coalesced.localCheckpoint().repartition(2))
     np.testing.assert_array_equal(model.expansion.support_vectors, reference.expansion.support_vectors)
     np.testing.assert_allclose(model.expansion.coef, reference.expansion.coef, rtol=0, atol=1e-9)
 
