@@ -23,8 +23,8 @@ def main(argv=None):
     cli.add_model_option(parser)
     parser.add_argument("--input", help="rows to score, in the [data] format (default: [data] path)")
     parser.add_argument("--output", required=True,
-                        help="Parquet directory to write (scores written there before are replaced; a directory "
-                             "holding anything else is refused)")
+                        help="Parquet directory to write (scores written there before are replaced once the new "
+                             "ones are whole; a directory holding anything else is refused)")
     args = parser.parse_args(argv)
     config = cli.load(args)
     if args.input and config["data"]["source"] in GENERATED_SOURCES:
@@ -42,7 +42,7 @@ def main(argv=None):
     scored = report.transformed(model, rows).select(
         *(["label"] if "label" in rows.columns else []), svm.getPredictionCol(),
         F.element_at(vector_to_array(svm.getRawPredictionCol()), 2).alias("decision"))
-    scored.write.mode("overwrite").parquet(args.output)
+    training_run.replaced_whole(args.output, scored.write.parquet)  # a failed or killed run keeps the scores before
     print(f"{spark.read.parquet(args.output).count()} rows scored by {path} written to {args.output}")
     return cli.EXIT_OK
 

@@ -101,27 +101,33 @@ def save_model(config, pipeline_model):
 
 
 def save_replacing(model, path):
-    """``model.write().save`` at ``path`` (any Hadoop filesystem) such that a run failing or killed while
-    writing leaves the model saved there before: the new one is written beside it (``<path>.saving-<tag>``)
-    and renamed into place once whole.  Spark's own ``overwrite()`` deletes the old model first.  A kill
-    between the two renames leaves the old model at ``<path>.replaced-<tag>``, and one while writing an
-    unfinished ``<path>.saving-<tag>``; neither is ever read as the model."""
+    """``model.write().save`` at ``path`` (``replaced_whole``), so that a failed or killed save leaves the model
+    saved there before."""
+    replaced_whole(path, lambda staged: model.write().save(staged))
+
+
+def replaced_whole(path, write):
+    """The directory at ``path`` (any Hadoop filesystem) replaced by what ``write(staged)`` writes, such that a
+    run failing or killed while writing leaves what was there before: ``write`` fills ``<path>.saving-<tag>``
+    beside it, renamed into place once whole.  Spark's own overwrite deletes the old directory first.  A kill
+    between the two renames leaves the old one at ``<path>.replaced-<tag>``, and one while writing an
+    unfinished ``<path>.saving-<tag>``; neither is ever read in its place."""
     hadoop_path, target, filesystem = _hadoop_filesystem(path)
     tag = uuid.uuid4().hex[:12]
     staged, replaced = (hadoop_path(f"{path.rstrip('/')}.{step}-{tag}") for step in ("saving", "replaced"))
     try:
-        model.write().save(staged.toString())
+        write(staged.toString())
     except BaseException:
         filesystem.delete(staged, True)
         raise
-    had_model = filesystem.exists(target)
-    if had_model and not filesystem.rename(target, replaced):
-        raise OSError(f"could not move the model saved at {path} aside to replace it (the new one is at {staged})")
+    had_before = filesystem.exists(target)
+    if had_before and not filesystem.rename(target, replaced):
+        raise OSError(f"could not move {path} aside to replace it (the new one is at {staged})")
     if not filesystem.rename(staged, target):
-        if had_model:
+        if had_before:
             filesystem.rename(replaced, target)
-        raise OSError(f"could not move the new model from {staged} to {path}")
-    if had_model:
+        raise OSError(f"could not move the new {path} from {staged} into place")
+    if had_before:
         filesystem.delete(replaced, True)
 
 

@@ -1,6 +1,7 @@
 """evaluate and predict on a model saved by the train job; the report's plot with and without matplotlib."""
 
 import json
+import os
 import re
 import sys
 
@@ -103,6 +104,26 @@ def test_predict_replaces_its_scores_but_refuses_a_directory_holding_anything_el
                                        "jobs/predict.py: the job replaces that directory whole and would delete "
                                        "them; give a new directory\n")
     assert PipelineModel.load(model).stages[-1].numSupportVectors > 0
+
+
+def test_a_predict_run_failing_while_it_writes_keeps_the_scores_before(spark, trained, tmp_path, monkeypatch):
+    """Spark's overwrite deleted the scores of the run before as its job started: a run whose write failed (a
+    lost executor, a full disk, a kill) left none.  The new scores are written beside them and renamed into place
+    once whole."""
+    from pyspark.sql import functions as F
+
+    args, model, _ = trained
+    scores = str(tmp_path / "scores")
+    assert predict.main(["--config", train.DEFAULT_CONFIG, "--model", model, "--output", scores] + args) == 0
+    frames = type(spark.range(1))  # the session's own DataFrame class, which defines write
+    write = frames.write
+    failing = F.udf(lambda: 1 // 0, "int")  # fails in the write's tasks
+    monkeypatch.setattr(frames, "write", property(lambda frame: write.fget(frame.withColumn("lost", failing()))))
+    with pytest.raises(Exception, match="ZeroDivisionError"):
+        predict.main(["--config", train.DEFAULT_CONFIG, "--model", model, "--output", scores] + args)
+    monkeypatch.undo()
+    assert spark.read.parquet(scores).count() == 900
+    assert sorted(os.listdir(tmp_path)) == ["scores"]
 
 
 def test_train_refuses_a_model_path_holding_other_files_before_reading_data(spark, job_cwd, tmp_path, capsys,
