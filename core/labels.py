@@ -22,19 +22,26 @@ def encode_labels(labels):
     return y, classes
 
 
-def two_classes(distinct):
-    """The two distinct label values, sorted; a ValueError naming what was found otherwise."""
+def two_classes(distinct, weighted=False):
+    """The two distinct label values, sorted; a ValueError naming what was found otherwise.  ``weighted``: the
+    values are those of the rows of weight > 0 (the rows of weight 0 dropped before), which a message about
+    a single value says."""
     classes = np.sort(np.asarray(distinct))
     if classes.dtype.kind == "f" and not np.all(np.isfinite(classes)):
         raise ValueError("labels contain NaN or infinite values; drop or fix those rows")
     if classes.size != 2:
         shown = ", ".join(repr(v) for v in classes[:10].tolist())
         more = "" if classes.size <= 10 else f" ... ({classes.size} in all)"
-        fix = ("for more classes wrap the estimator in OneVsRest" if classes.size > 2 else
-               "every row has that label; within OneVsRest, which fits one model per class 0, 1, ..., up to the "
-               "largest label, one of those classes has no rows: index the labels as 0 to k-1 (StringIndexer)")
-        raise ValueError(f"binary classification needs exactly two label values, found {classes.size}: "
-                         f"[{shown}{more}]; {fix}")
+        found = f"found {classes.size}" + (" among the rows of weight > 0" if weighted and classes.size < 2 else "")
+        if classes.size > 2:
+            fix = "for more classes wrap the estimator in OneVsRest"
+        elif weighted:
+            fix = ("the rows of weight 0 are dropped (they contribute nothing), so give some rows of each label a "
+                   "positive weight")
+        else:
+            fix = ("every row has that label; within OneVsRest, which fits one model per class 0, 1, ..., up to the "
+                   "largest label, one of those classes has no rows: index the labels as 0 to k-1 (StringIndexer)")
+        raise ValueError(f"binary classification needs exactly two label values, {found}: [{shown}{more}]; {fix}")
     return classes.tolist()
 
 

@@ -225,12 +225,8 @@ def judged_groups(groups, has_validation, features_col, label_col, weight_col=No
     null_labels = sum(g["rows"] for g in groups if g["label"] is None)
     if null_labels:
         raise ValueError(f"label column '{label_col}' has {null_labels} null value(s); drop or fill those rows")
-    labels = list({g["label"] for g in groups})
-    if weight_col and len(labels) < 2:  # the caller's other label may be all in the rows of weight 0
-        raise ValueError(f"binary classification needs exactly two label values, found {len(labels)} among the rows "
-                         f"of weight > 0: {labels}; the rows of weight 0 are dropped (they contribute nothing), so "
-                         "give some rows of each label a positive weight")
-    classes = two_classes(labels)
+    # with weights, the caller's other label may be all in the rows of weight 0, which the estimators drop
+    classes = two_classes(list({g["label"] for g in groups}), weighted=bool(weight_col))
     null_features = sum(g["null_features"] for g in groups)
     if null_features:
         raise ValueError(f"features column '{features_col}' has {null_features} null value(s); "
