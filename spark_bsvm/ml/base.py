@@ -40,7 +40,7 @@ from spark_bsvm.engine.shared_results import SharedResults
 from spark_bsvm.engine.session import executor_slots
 from spark_bsvm.engine.stage import check_rows, label_counts, without_zero_weights
 from spark_bsvm.engine.training import resolve_mode, train, train_in_turn
-from spark_bsvm.ml.model import ConnectOverwrite
+from spark_bsvm.ml.model import ExistingPathWriter
 from spark_bsvm.ml.params import GRID_PARAMS, _GridParams, _KernelParams, _ValidationParams, check_params
 from spark_bsvm.ml.summary import setting_params
 
@@ -294,8 +294,8 @@ class _BSVMEstimator(ProbabilisticClassifier, DefaultParamsReadable, DefaultPara
         return model
 
 
-class _EstimatorWriter(ConnectOverwrite, DefaultParamsWriter):
-    """pyspark's writer of an estimator's params, with ``ConnectOverwrite``."""
+class _EstimatorWriter(ExistingPathWriter, DefaultParamsWriter):
+    """pyspark's writer of an estimator's params, with ``ExistingPathWriter``."""
 
 
 class _SharedStages:

@@ -273,9 +273,22 @@ def check_new_column(dataset, param, column):
                          "column")
 
 
-class ConnectOverwrite:
-    """An ``MLWriter`` mixin whose ``overwrite()`` works under Spark Connect too: the writer's own way reaches
-    into the JVM, which Connect hides; Connect's ML helper removes the old files instead."""
+class ExistingPathWriter:
+    """An ``MLWriter`` mixin for how a save meets a path that exists: ``overwrite()`` works under Spark Connect
+    too (the writer's own way reaches into the JVM, which Connect hides; Connect's ML helper removes the old
+    files instead), and without ``overwrite()`` the error says how to replace it, as MLlib's writers do, where
+    Spark's names the mode of a DataFrame writer the user never sees."""
+
+    def save(self, path):
+        from pyspark.errors import AnalysisException
+
+        try:
+            super().save(path)
+        except AnalysisException as exc:
+            if self.shouldOverwrite or exc.getCondition() != "PATH_ALREADY_EXISTS":
+                raise
+            raise FileExistsError(f"{path} holds a saved model or estimator already: replace it with "
+                                  "write().overwrite().save(path), or give a new path") from exc
 
     def _handleOverwrite(self, path):
         if is_connect(self.sparkSession):
@@ -286,7 +299,7 @@ class ConnectOverwrite:
             super()._handleOverwrite(path)
 
 
-class _BSVMModelWriter(ConnectOverwrite, MLWriter):
+class _BSVMModelWriter(ExistingPathWriter, MLWriter):
     """Params as MLlib metadata (JSON) and the expansion as one binary Parquet row beside it."""
 
     def __init__(self, instance):

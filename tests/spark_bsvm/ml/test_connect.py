@@ -63,6 +63,8 @@ def test_fit_save_load_transform_under_connect(connect_spark, rings, frame, refe
     np.testing.assert_allclose(model.expansion.coef, local.coef, rtol=0, atol=1e-9)
     path = str(tmp_path / method)
     model.write().save(path)
+    with pytest.raises(FileExistsError, match=r"write\(\)\.overwrite\(\)"):  # says how, as on a classic session
+        model.write().save(path)
     model.write().overwrite().save(path)  # overwriting goes through Connect's ML helper, not the JVM
     estimator.write().save(path + "-estimator")
     estimator.copy({estimator.seed: 7}).write().overwrite().save(path + "-estimator")  # the estimator's too

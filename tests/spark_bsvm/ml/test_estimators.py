@@ -54,6 +54,16 @@ def test_model_save_load_round_trip(train, budget_model, tmp_path):
     assert_df_equality(loaded.transform(df), budget_model.transform(df))
 
 
+def test_saving_onto_a_saved_model_without_overwrite_says_how(budget_model, tmp_path):
+    """As MLlib's writers: the error names ``write().overwrite()``, not the mode of a DataFrame writer."""
+    path = str(tmp_path / "model")
+    budget_model.save(path)
+    for saved in (budget_model, BudgetSVM(budget=7)):
+        with pytest.raises(FileExistsError, match=r"write\(\)\.overwrite\(\)\.save\(path\)"):
+            saved.save(path)
+    assert BSVMModel.load(path).uid == budget_model.uid  # the model there is whole
+
+
 def test_inside_a_saved_pipeline(train, tmp_path):
     df = train[2]
     pipeline = Pipeline(stages=[CSVC(C=2.0, gamma=0.5, featuresCol="features", numPartitions=2)])
