@@ -11,8 +11,8 @@ gives the checks' aggregation, the rows' values x_ij counted as zeros where a sp
 The variance is summed in a second pass about the mean (no sum of squares, which loses a large
 mean's digits); the zeros a sparse row leaves out add (n_g - s_gj) mean_gj^2, s_gj the entries
 stored for (g, j).  Rows the checks cannot use (a null row, one with a null entry) count as rows of
-zeros, as the aggregation's stand-in vectors do.  The same pass flags each row holding a NaN or an
-infinite value.
+zeros, as the aggregation's stand-in vectors do.  The same pass flags each row holding a NaN, an
+infinite value or one above ``core.rows.LARGEST_FEATURE`` in magnitude.
 
 Rows come as Arrow stores a column of them, with no per-entry index array: row i holds the next
 ``lengths[i]`` values; a sparse row's columns are the next ``lengths[i]`` entries of ``indices`` (the
@@ -24,11 +24,13 @@ import numba
 import numpy as np
 
 from core.config import NJIT
+from core.rows import LARGEST_FEATURE
 
 
 def group_moments(lengths, values, group_of, n_groups, width, usable, sparse=None, indices=None):
     """``mean``, ``variance`` and ``nonzeros`` as (n_groups, width) arrays, and per row whether it holds a
-    value that is not finite (``nonfinite``), of rows stored as the module doc says.
+    value that is NaN, infinite or above ``LARGEST_FEATURE`` in magnitude (``bad_values``), of rows stored as
+    the module doc says.
 
     ``lengths``: entries stored per row; ``values``: the entries, float64; ``group_of``: each row's group in
     0..n_groups-1; ``width``: the features (at least every row's largest column + 1); ``usable``: the rows
@@ -55,8 +57,8 @@ def group_moments(lengths, values, group_of, n_groups, width, usable, sparse=Non
         raise ValueError(f"group_of must lie in 0..{n_groups - 1}")
     rows = np.bincount(group_of, minlength=n_groups).astype(np.float64)
     sums, stored, nonzeros, squares = (np.zeros(n_groups * width) for _ in range(4))
-    nonfinite = np.zeros(n, np.bool_)
-    outside = _sums(lengths, values, sparse, indices, group_of, usable, width, sums, stored, nonzeros, nonfinite)
+    bad_values = np.zeros(n, np.bool_)
+    outside = _sums(lengths, values, sparse, indices, group_of, usable, width, sums, stored, nonzeros, bad_values)
     if outside:
         raise ValueError(f"{outside} entries have a column outside 0..{width - 1}")
     counts = np.repeat(rows, width)
@@ -67,21 +69,21 @@ def group_moments(lengths, values, group_of, n_groups, width, usable, sparse=Non
     with np.errstate(invalid="ignore", over="ignore"):  # a NaN or an infinity makes its cells NaN: bad rows
         squares = squares.reshape(shape) + (rows - stored.reshape(shape)) * mean ** 2
     variance = np.divide(squares, rows - 1, out=np.zeros_like(squares), where=rows > 1)
-    return {"mean": mean, "variance": variance, "nonzeros": nonzeros.reshape(shape), "nonfinite": nonfinite}
+    return {"mean": mean, "variance": variance, "nonzeros": nonzeros.reshape(shape), "bad_values": bad_values}
 
 
 @numba.njit(**NJIT)
-def _sums(lengths, values, sparse, indices, group_of, usable, width, sums, stored, nonzeros, nonfinite):
-    """The first pass: per row whether a value is not finite; per (group, column) cell the sum of the usable
-    rows' entries, their count and their nonzeros.  Returns the count of entries whose column lies outside
-    the width (not added)."""
+def _sums(lengths, values, sparse, indices, group_of, usable, width, sums, stored, nonzeros, bad_values):
+    """The first pass: per row whether a value is NaN, infinite or above ``LARGEST_FEATURE`` in magnitude; per
+    (group, column) cell the sum of the usable rows' entries, their count and their nonzeros.  Returns the count
+    of entries whose column lies outside the width (not added)."""
     entry = at = outside = 0
     for i in range(lengths.size):
         base, m = group_of[i] * width, lengths[i]
         bad = False
         for k in range(m):
-            bad |= not np.isfinite(values[entry + k])
-        nonfinite[i] = bad
+            bad |= not abs(values[entry + k]) <= LARGEST_FEATURE  # NaN too
+        bad_values[i] = bad
         if usable[i] and sparse[i]:
             for k in range(m):
                 column = indices[at + k]

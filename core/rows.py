@@ -14,6 +14,12 @@ import numpy as np
 from core.config import NJIT
 
 
+# the largest feature magnitude the kernels take: squared norms and dot products of values near the square root
+# of the largest double (1.3e154) overflow, and an RBF distance ||x||^2 + ||z||^2 - 2 x.z of infinities is NaN,
+# on which a fit stalls or trains garbage; below 1e100, rows of up to 1e100 features keep them finite
+LARGEST_FEATURE = 1e100
+
+
 def as_rows(X, n_features=None):
     """Validate ``X`` and return it as a dense or CSR row block.
 
@@ -26,8 +32,9 @@ def as_rows(X, n_features=None):
     sparse block with fewer columns is widened to ``n_features`` columns (the
     missing features are zero); any other column mismatch is an error.
 
-    Raises ``ValueError`` for input that is not 2-D, holds NaN or infinity, or
-    does not have ``n_features`` columns.
+    Raises ``ValueError`` for input that is not 2-D, holds NaN, infinity or
+    values above ``LARGEST_FEATURE`` in magnitude, or does not have
+    ``n_features`` columns.
     """
     if is_sparse(X):
         import scipy.sparse as sp
@@ -51,8 +58,12 @@ def as_rows(X, n_features=None):
             hint = " (use x.reshape(1, -1) for a single row)" if X.ndim == 1 else ""
             raise ValueError(f"expected a 2-D block of rows, got an array of shape {X.shape}{hint}")
         X = values = np.ascontiguousarray(X)
-    if not np.isfinite(values).all():
+    peak = np.max(np.abs(values), initial=0.0)
+    if not np.isfinite(peak):
         raise ValueError("rows contain NaN or infinity: impute or drop those values first")
+    if peak > LARGEST_FEATURE:
+        raise ValueError(f"rows contain values of magnitude up to {peak:.3g}, above {LARGEST_FEATURE:g}: the kernels' "
+                         "squared norms of such rows overflow; rescale the features first (e.g. standardize them)")
     if n_features is not None and X.shape[1] != n_features:
         if X.shape[1] > n_features or not is_sparse(X):
             raise ValueError(f"rows have {X.shape[1]} features but {n_features} are expected: "

@@ -6,6 +6,8 @@ Each function loops over the definition directly; sparse inputs are densified.
 import numpy as np
 import scipy.sparse as sp
 
+from core.rows import LARGEST_FEATURE
+
 
 def _dense(X):
     return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
@@ -176,7 +178,8 @@ def naive_l2svm_optimum(K, y, lam, weights=None):
 
 def naive_group_moments(X, group_of, n_groups, usable):
     """Per group and feature of the dense rows X: mean, sample variance (0 for one row) and nonzeros, the
-    rows not ``usable`` counted as rows of zeros; and per row whether it holds a NaN or an infinity."""
+    rows not ``usable`` counted as rows of zeros; and per row whether it holds a NaN, an infinity or a value above
+    ``LARGEST_FEATURE`` in magnitude."""
     X = np.asarray(X, dtype=np.float64)
     counted = np.where(np.asarray(usable)[:, None], X, 0.0)
     mean, variance, nonzeros = (np.zeros((n_groups, X.shape[1])) for _ in range(3))
@@ -187,4 +190,4 @@ def naive_group_moments(X, group_of, n_groups, usable):
             nonzeros[g] = (rows != 0).sum(axis=0)
         if len(rows) > 1:
             variance[g] = rows.var(axis=0, ddof=1)
-    return mean, variance, nonzeros, ~np.isfinite(X).all(axis=1)
+    return mean, variance, nonzeros, ~(np.abs(X) <= LARGEST_FEATURE).all(axis=1)

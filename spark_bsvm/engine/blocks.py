@@ -10,7 +10,7 @@ from pyspark.errors.exceptions.base import IllegalArgumentException
 from core.kernels import scale_gamma
 from core.labels import check_training_classes, two_classes
 from core.moments import group_moments
-from core.rows import csr_from_arrays, dense_enough, to_dense
+from core.rows import LARGEST_FEATURE, csr_from_arrays, dense_enough, to_dense
 from spark_bsvm.engine.task_threads import use_task_cores
 from spark_bsvm.engine.worker_gc import freeze_at_task_start
 
@@ -152,10 +152,10 @@ class DataSummary:
 def _row_checks(features, is_vector):
     """Per-row columns of the checks, all Spark built-ins (none of the SQL lambdas that Spark interprets
     element by element, which made this pass 3-4x slower): ``size`` (0 for a null row), ``bad`` (a NaN,
-    infinite or null entry) and ``summarized``: the row as a vector for ``pyspark.ml.stat.Summarizer``, or,
-    for a row it must not see (null, empty, a null entry), zeros of the row's size: the Summarizer fails
-    a job on a null vector and on an empty one, and on sizes that differ within a group, which the
-    aggregation's grouping by size rules out."""
+    infinite or null entry, or one above ``LARGEST_FEATURE`` in magnitude) and ``summarized``: the row as a
+    vector for ``pyspark.ml.stat.Summarizer``, or, for a row it must not see (null, empty, a null entry),
+    zeros of the row's size: the Summarizer fails a job on a null vector and on an empty one, and on sizes
+    that differ within a group, which the aggregation's grouping by size rules out."""
     from pyspark.ml.functions import array_to_vector, vector_to_array
     from pyspark.sql import functions as F
 
@@ -164,7 +164,7 @@ def _row_checks(features, is_vector):
     # Spark orders NaN above every number, so array_max finds a NaN as it finds +inf (and skips nulls)
     top, bottom = F.array_max(values), F.array_min(values)
     null_entry = F.lit(False) if is_vector else F.size(F.array_compact(values)) < size
-    bad = F.coalesce(F.isnan(top) | (F.abs(top) == float("inf")) | (F.abs(bottom) == float("inf")) | null_entry,
+    bad = F.coalesce(F.isnan(top) | (F.abs(top) > LARGEST_FEATURE) | (F.abs(bottom) > LARGEST_FEATURE) | null_entry,
                      F.lit(False))
     usable = (size > 0) & ~null_entry
     zeros = F.array_repeat(F.lit(0.0), F.greatest(size, F.lit(1)))
@@ -189,9 +189,10 @@ def check_training_data(prepared, features_col, label_col, weight_col=None):
     """The ``DataSummary`` of the training data (columns features, label and, with ``weight_col``, weight),
     or a ValueError naming the problem, from an aggregation over the data (a Spark job that ends in
     seconds, before any training task starts): no rows, null labels, labels other than two values, null
-    features, NaN, infinite or null feature values, vectors of different sizes, weights that are null,
-    NaN, infinite, negative or 0.  The estimators drop the rows of weight 0 first (they contribute nothing;
-    MLlib's meaning); the engine itself takes positive weights only, as ``LocalEngine``.
+    features, NaN, infinite, null or too large (``LARGEST_FEATURE``) feature values, vectors of different
+    sizes, weights that are null, NaN, infinite, negative or 0.  The estimators drop the rows of weight 0
+    first (they contribute nothing; MLlib's meaning); the engine itself takes positive weights only, as
+    ``LocalEngine``.
 
     Rows are grouped by label, partition (so the rows per partition come with the same pass: Spark
     Connect has no cheaper way to them) and validation mark (so ``scale_gamma`` comes from the training rows'
@@ -234,7 +235,9 @@ def judged_groups(groups, has_validation, features_col, label_col, weight_col=No
     bad_values = sum(g["bad_values"] for g in groups)
     if bad_values:
         raise ValueError(f"features column '{features_col}' has {bad_values} row(s) with NaN, infinite or null "
-                         "values; drop or impute those rows (pyspark.ml.feature.Imputer)")
+                         f"values, or values above {LARGEST_FEATURE:g} in magnitude (the kernels' squared norms "
+                         "overflow); drop or impute those rows (pyspark.ml.feature.Imputer), or rescale the "
+                         "features (pyspark.ml.feature.StandardScaler)")
     sizes = (min(g["size"] for g in groups), max(g["size"] for g in groups))
     if sizes[0] != sizes[1]:
         raise ValueError(f"features column '{features_col}' holds vectors of different sizes ({sizes[0]} to "
@@ -267,14 +270,14 @@ def judged_groups(groups, has_validation, features_col, label_col, weight_col=No
 def _plain_groups(prepared):
     """The checks' groups of a vector column from the Summarizer run on the vectors as they are, or None
     when these rows need ``_diagnosed_groups``: a null vector (null rows form groups of their own, whose
-    Summarizer sees a stand-in vector, so they fail no job), a feature's mean or variance that is not
-    finite (a NaN or infinite value makes it so, and so, rarely, do finite values near the largest
-    double, which the diagnosis then passes), or a failed job: the Summarizer fails one on an empty vector
-    and on vectors of different sizes within a group, and Spark logs that task's failure before the
-    diagnosis names the problem.  Faster than ``_diagnosed_groups`` (``check_training_data`` as a whole:
-    0.48 against 0.83 s on the Forest-shaped set, 0.45 against 0.56 s on ijcnn1, medians of 6): no
-    per-row arrays.  Any failure of this job, a cancelled one included, is followed by the diagnosing
-    pass, which fails the same way or names the problem."""
+    Summarizer sees a stand-in vector, so they fail no job), moments that do not vouch for every value
+    being at most ``LARGEST_FEATURE`` in magnitude (``_bounded``: a NaN, an infinite or a too large value
+    makes them so, and so, rarely, do values near the bound, which the diagnosis then passes), or a failed
+    job: the Summarizer fails one on an empty vector and on vectors of different sizes within a group, and
+    Spark logs that task's failure before the diagnosis names the problem.  Faster than
+    ``_diagnosed_groups`` (``check_training_data`` as a whole: 0.48 against 0.83 s on the Forest-shaped set,
+    0.45 against 0.56 s on ijcnn1, medians of 6): no per-row arrays.  Any failure of this job, a cancelled
+    one included, is followed by the diagnosing pass, which fails the same way or names the problem."""
     from pyspark.ml.functions import array_to_vector
     from pyspark.ml.stat import Summarizer
     from pyspark.sql import functions as F
@@ -292,12 +295,22 @@ def _plain_groups(prepared):
     if any(g["null_features"] for g in groups):
         return None
     groups = [dict(g, size=len(g["mean"]), bad_values=0) for g in map(_with_moments, groups)]
-    return groups if all(np.isfinite(g[name]).all() for g in groups for name in ("mean", "variance")) else None
+    return groups if all(_bounded(g) for g in groups) else None
+
+
+def _bounded(group):
+    """Whether the moments of a group of the checks vouch that its values are at most ``LARGEST_FEATURE`` in
+    magnitude (NaN and infinity included): no value lies farther from its feature's mean than the root of the
+    group's sum of squared deviations, (rows - 1) x the sample variance."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        reach = np.abs(group["mean"]) + np.sqrt((group["rows"] - 1) * group["variance"])
+    return bool(np.all(reach <= LARGEST_FEATURE))
 
 
 def _diagnosed_groups(prepared, is_vector):
     """The checks' groups from per-row checks (``_row_checks``), grouped by label, partition, validation mark
-    and row size, with the null features and the rows holding NaN, infinite or null values counted."""
+    and row size, with the null features and the rows holding NaN, infinite, null or too large values
+    counted."""
     from pyspark.ml.stat import Summarizer
     from pyspark.sql import functions as F
 
@@ -343,7 +356,7 @@ def partition_groups(partition, pid):
         return np.bincount(group_of, flags, minlength=n_groups).astype(np.int64)
 
     counts = {"rows": per_group(None), "null_features": per_group(rows.null),
-              "bad_values": per_group(moments.pop("nonfinite") | rows.null_entries)}
+              "bad_values": per_group(moments.pop("bad_values") | rows.null_entries)}
     if "weight" in table.column_names:
         counts["bad_weights"], counts["zero_weights"] = map(per_group, _weight_checks(
             table.column("weight").combine_chunks()))

@@ -31,6 +31,8 @@ ONE_LABEL = r"binary classification needs exactly two label values, found 1: \[{
 WEIGHTS = r"weights has {} value\(s\) that are {}; weights must be positive and finite \(drop the rows of weight 0: " \
           r"they contribute nothing\)"
 NOT_FINITE = "rows contain NaN or infinity: impute or drop those values first"
+TOO_LARGE = r"rows contain values of magnitude up to 1e\+160, above 1e\+100: the kernels' squared norms of such rows " \
+            r"overflow; rescale the features first \(e.g. standardize them\)"
 RAGGED = r"rows must all hold the same number of numbers \(a 2-D array\): found rows of different lengths or " \
          r"values that are not numbers \(ValueError\)"
 
@@ -46,6 +48,7 @@ RAGGED = r"rows must all hold the same number of numbers \(a 2-D array\): found 
     (dict(labels=np.array([0, 1, 0])), "X has 4 rows but labels has 3 values"),
     (dict(X=np.where(X4 == 1.0, np.nan, X4)), NOT_FINITE),
     (dict(X=np.where(X4 == 1.0, -np.inf, X4)), NOT_FINITE),
+    (dict(X=np.where(X4 == 1.0, -1e160, X4)), TOO_LARGE),  # finite, but a fit on it stalled (NaN kernel values)
     (dict(X=[[0.0, 1.0], [1.0], [1.0, 1.0], [0.0, 0.0]]), RAGGED),
     (dict(X=[[0.0, 1.0], None, [1.0, 1.0], [0.0, 0.0]]), RAGGED),
     (dict(X=np.zeros(4)), r"expected a 2-D block of rows, got an array of shape \(4,\) \(use x.reshape\(1, -1\) for a "

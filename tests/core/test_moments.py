@@ -28,11 +28,11 @@ def _stored(X, sparse_rows):
 def _check(X, group_of, n_groups, usable, sparse_rows):
     lengths, values, sparse, indices = _stored(X, sparse_rows)
     got = group_moments(lengths, values, group_of, n_groups, X.shape[1], usable, sparse, indices)
-    mean, variance, nonzeros, nonfinite = naive_group_moments(X, group_of, n_groups, usable)
+    mean, variance, nonzeros, bad_values = naive_group_moments(X, group_of, n_groups, usable)
     assert_allclose(got["mean"], mean, rtol=1e-12, atol=1e-14)
     assert_allclose(got["variance"], variance, rtol=1e-10, atol=1e-14)
     assert_array_equal(got["nonzeros"], nonzeros)
-    assert_array_equal(got["nonfinite"], nonfinite)
+    assert_array_equal(got["bad_values"], bad_values)
 
 
 @pytest.mark.parametrize("sparse_share", [0.0, 0.5, 1.0])
@@ -53,10 +53,10 @@ def test_unusable_rows_count_as_zeros_and_a_large_mean_keeps_the_variance_digits
     assert_allclose(got["variance"][0], X.var(axis=0, ddof=1), rtol=1e-6)
 
 
-def test_a_group_of_one_row_has_variance_zero_and_nonfinite_rows_are_flagged():
-    X = np.array([[1.0, np.nan, 0.0], [2.0, 3.0, np.inf], [0.0, 4.0, 5.0]])
-    got = group_moments(np.full(3, 3), X.ravel(), np.array([0, 1, 1]), 2, 3, np.ones(3, bool))
-    assert_array_equal(got["nonfinite"], [True, True, False])
+def test_a_group_of_one_row_has_variance_zero_and_rows_with_bad_values_are_flagged():
+    X = np.array([[1.0, np.nan, 0.0], [2.0, 3.0, np.inf], [0.0, 4.0, 5.0], [-1e160, 1.0, 1.0]])
+    got = group_moments(np.full(4, 3), X.ravel(), np.array([0, 1, 1, 2]), 3, 3, np.ones(4, bool))
+    assert_array_equal(got["bad_values"], [True, True, False, True])
     assert_array_equal(got["variance"][0], [0.0, 0.0, 0.0])
     assert_array_equal(got["nonzeros"][1], [1.0, 2.0, 2.0])
 

@@ -5,8 +5,8 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from core.rows import (TransposedRows, as_rows, is_csr_block, is_sparse, n_rows, squared_norms, stack_rows, take_rows, to_csr, to_dense,
-                       transposed_rows)
+from core.rows import (LARGEST_FEATURE, TransposedRows, as_rows, is_csr_block, is_sparse, n_rows, squared_norms,
+                       stack_rows, take_rows, to_csr, to_dense, transposed_rows)
 
 
 def _csr(X):
@@ -68,6 +68,15 @@ def test_nan_and_inf_are_errors(bad, sparse):
     X = np.array([[1.0, 0.0], [0.0, bad]])
     with pytest.raises(ValueError, match="NaN or infinity"):
         as_rows(_csr(X) if sparse else X)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_values_whose_squares_overflow_are_errors_and_the_largest_allowed_is_kept(sparse):
+    X = np.array([[1.0, 0.0], [0.0, -1e160]])
+    with pytest.raises(ValueError, match=r"magnitude up to 1e\+160, above 1e\+100: .* rescale the features"):
+        as_rows(_csr(X) if sparse else X)
+    X[1, 1] = -LARGEST_FEATURE
+    assert np.isfinite(squared_norms(as_rows(_csr(X) if sparse else X))).all()
 
 
 def test_n_features():

@@ -36,8 +36,9 @@ LABELS = r"binary classification needs exactly two label values, found {}; for m
 ONE_LABEL = r"binary classification needs exactly two label values, found 1: \[{}\]; every row has that label; " \
             r"within OneVsRest, which fits one model per class 0, 1, ..., up to the largest label, one of those " \
             r"classes has no rows: index the labels as 0 to k-1 \(StringIndexer\)"
-VALUES = (r"features column 'features' has 1 row\(s\) with NaN, infinite or null values; drop or impute those rows "
-          r"\(pyspark.ml.feature.Imputer\)")
+VALUES = (r"features column 'features' has 1 row\(s\) with NaN, infinite or null values, or values above 1e\+100 in "
+          r"magnitude \(the kernels' squared norms overflow\); drop or impute those rows "
+          r"\(pyspark.ml.feature.Imputer\), or rescale the features \(pyspark.ml.feature.StandardScaler\)")
 SIZES = r"features column 'features' holds vectors of different sizes \({} to {} entries\); assemble every row " \
         r"with the same features"
 
@@ -59,6 +60,10 @@ MATRIX = [
     ("NaN feature", VECTOR, GOOD + dense(([NAN, 1.0], 1.0)), {}, VALUES),
     ("inf feature, sparse", VECTOR, GOOD + [(Vectors.sparse(2, [1], [INF]), 1.0)], {}, VALUES),
     ("-inf feature, array", ARRAY, [([0.0, 1.0], 0.0), ([1.0, -INF], 1.0)], {}, VALUES),
+    # finite, but the kernels' squared norms overflow: a fit stalled on such rows (1e120: finite moments)
+    ("too large feature", VECTOR, GOOD + dense(([1e120, 1.0], 1.0)), {}, VALUES),
+    ("too large feature, sparse", VECTOR, GOOD + [(Vectors.sparse(2, [1], [-1e160]), 1.0)], {}, VALUES),
+    ("too large feature, array", ARRAY, [([0.0, 1.0], 0.0), ([1.0, 1e120], 1.0)], {}, VALUES),
     ("null in an array", ARRAY, [([0.0, 1.0], 0.0), ([1.0, None], 1.0)], {}, VALUES),
     ("sizes", VECTOR, GOOD + dense(([1.0, 2.0, 3.0], 1.0)), {}, SIZES.format(2, 3)),
     ("sizes, sparse", VECTOR, GOOD + [(Vectors.sparse(4, [3], [1.0]), 1.0)], {}, SIZES.format(2, 4)),
