@@ -89,6 +89,9 @@ class LocalEngine(Engine):
         if is_sparse(X) and dense_enough(np.count_nonzero(X.data), *X.shape):
             X = to_dense(X)
         n = n_rows(X)
+        if X.shape[1] == 0:
+            raise ValueError(f"X has {n} rows of 0 features: there is nothing to train on; give every row its "
+                             "features (a 2-D array of n rows x p > 0 columns)")
         y, self.classes = encode_labels(labels)
         if y.shape[0] != n:
             raise ValueError(f"X has {n} rows but labels has {y.shape[0]} values")

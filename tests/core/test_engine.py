@@ -49,6 +49,8 @@ RAGGED = r"rows must all hold the same number of numbers \(a 2-D array\): found 
     (dict(X=np.where(X4 == 1.0, np.nan, X4)), NOT_FINITE),
     (dict(X=np.where(X4 == 1.0, -np.inf, X4)), NOT_FINITE),
     (dict(X=np.where(X4 == 1.0, -1e160, X4)), TOO_LARGE),  # finite, but a fit on it stalled (NaN kernel values)
+    (dict(X=np.zeros((4, 0))), r"X has 4 rows of 0 features: there is nothing to train on; give every row its "
+                               r"features \(a 2-D array of n rows x p > 0 columns\)"),
     (dict(X=[[0.0, 1.0], [1.0], [1.0, 1.0], [0.0, 0.0]]), RAGGED),
     (dict(X=[[0.0, 1.0], None, [1.0, 1.0], [0.0, 0.0]]), RAGGED),
     (dict(X=np.zeros(4)), r"expected a 2-D block of rows, got an array of shape \(4,\) \(use x.reshape\(1, -1\) for a "
