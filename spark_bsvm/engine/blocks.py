@@ -20,6 +20,14 @@ class ColumnError(IllegalArgumentException, ValueError):
     autolog finds a model's input columns by that type and "does not exist"), and a ``ValueError``."""
 
 
+def column(name):
+    """The DataFrame column named ``name`` as it is spelled, dots, spaces and backticks included (``F.col``
+    reads ``a.b`` as the field ``b`` of a struct column ``a``): ``F.col`` of the name quoted in backticks."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 def check_features_column(df, features_col):
     """A ``ColumnError`` unless ``df`` has the vector (or numeric array) column ``features_col``."""
     from pyspark.ml.linalg import VectorUDT
@@ -42,7 +50,7 @@ def features_as_array(df, features_col):
     from pyspark.sql import functions as F
 
     check_features_column(df, features_col)
-    features = F.col(features_col)
+    features = column(features_col)
     if isinstance(df.schema[features_col].dataType, VectorUDT):
         features = vector_to_array(features)
     return features.cast("array<double>")
@@ -77,7 +85,7 @@ def rows_column(df, features_col, n_features, compute, return_type):
         offsets = np.arange(out.shape[0] + 1, dtype=np.int32) * out.shape[1]
         return pa.ListArray.from_arrays(offsets, pa.array(out.ravel()))
 
-    return batch(F.col(features_col))
+    return batch(column(features_col))
 
 
 def _rows_column_pandas(df, features_col, n_features, compute, return_type):

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from core.progress import progress_logger
-from spark_bsvm.engine.blocks import (check_schema, check_training_data, check_validation_column, declared_features,
-                                     judged_groups)
+from spark_bsvm.engine.blocks import (check_schema, check_training_data, check_validation_column, column,
+                                     declared_features, judged_groups)
 from spark_bsvm.engine.session import (barrier_tasks, is_connect, planned_arrow_batches, row_sized_arrow_batches,
                                       sql_python_workers, tagged_jobs)
 
@@ -434,7 +434,6 @@ def _prepared(df, columns):
     array<double> (the tasks read dense rows), decimal labels as doubles; ``df`` itself when it is that
     already (no projection to analyse: ~15 ms a fit)."""
     from pyspark.ml.linalg import VectorUDT
-    from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, DecimalType, DoubleType
 
     features_col, label_col, weight_col, validation_col = columns
@@ -444,27 +443,25 @@ def _prepared(df, columns):
             and not isinstance(types["label"], DecimalType)
             and (isinstance(types["features"], VectorUDT) or types["features"] == ArrayType(DoubleType()))):
         return df
-    features, label = F.col(features_col), F.col(label_col)
+    features, label = column(features_col), column(label_col)
     if not isinstance(types[features_col], VectorUDT):
         features = features.cast("array<double>")
     if isinstance(types[label_col], DecimalType):  # as doubles, as MLlib reads labels (and the wire carries them)
         label = label.cast("double")
     selected = [features.alias("features"), label.alias("label")]
     if weight_col:
-        selected.append(F.col(weight_col).cast("double").alias("weight"))
+        selected.append(column(weight_col).cast("double").alias("weight"))
     if validation_col:
-        selected.append(F.col(validation_col).alias("validation"))
+        selected.append(column(validation_col).alias("validation"))
     return _owned(df.select(*selected))
 
 
 def without_zero_weights(df, weight_col):
     """``df`` without its rows of weight 0 in ``weight_col`` (None: ``df`` as it is): they contribute nothing
     (MLlib's meaning), and the data's checks refuse them; null weights stay, for those checks to name."""
-    from pyspark.sql import functions as F
-
     if not weight_col:
         return df
-    weight = F.col(weight_col)
+    weight = column(weight_col)
     return df.filter(weight.isNull() | (weight != 0))
 
 

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from core.model import CALIBRATION_KEY, KernelExpansion
 from core.platt import fit_platt, platt_probability
-from spark_bsvm.engine.blocks import rows_column
+from spark_bsvm.engine.blocks import column, rows_column
 from spark_bsvm.engine.session import is_connect
 from spark_bsvm.engine.stage import check_rows, without_zero_weights
 from spark_bsvm.ml.params import _BSVMParams, _PredictionSetters, check_params
@@ -170,12 +170,12 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
     def _fit_platt(self, dataset):
         """``calibrate`` on rows already checked (a fit's calibration rows: ``_BSVMEstimator._training_rows``)."""
         label, weight = self.getLabelCol(), self._weight_col(dataset)
-        scored = dataset.select(self._scores(dataset, DecisionRule())["f"].alias("f"), label,
-                                *([weight] if weight else []))
+        scored = dataset.select(self._scores(dataset, DecisionRule())["f"].alias("f"), column(label).alias("label"),
+                                *([column(weight).alias("weight")] if weight else []))
         rows = scored.collect()
         f = np.array([r["f"] for r in rows])
-        y = np.where(np.array([r[label] for r in rows]) == self.classes[1], 1.0, -1.0)
-        weights = np.array([r[weight] for r in rows], np.float64) if weight else None
+        y = np.where(np.array([r["label"] for r in rows]) == self.classes[1], 1.0, -1.0)
+        weights = np.array([r["weight"] for r in rows], np.float64) if weight else None
         self.expansion.metadata[CALIBRATION_KEY] = list(fit_platt(f, y, weights))
         return self
 

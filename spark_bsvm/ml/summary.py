@@ -14,9 +14,10 @@ from pyspark.ml.evaluation import BinaryClassificationEvaluator
 from pyspark.sql import functions as F
 
 from core.support_path import path_mistakes, recorded_path
-from spark_bsvm.engine.blocks import check_schema, features_as_array
+from spark_bsvm.engine.blocks import check_schema, column, features_as_array
 
 _POSITIVE = "__bsvm_is_positive"  # 1.0 where the label is classes[1], else 0.0
+_WEIGHT = "__bsvm_weight"  # the weight column, as the binary metrics read it
 _PARAM_NAMES = {"lam": "regParam"}  # the core arguments a grid varies whose params are named otherwise
 
 
@@ -47,23 +48,25 @@ class BSVMSummary:
         return self._model.classes
 
     def _weight(self):
-        return F.col(self.weightCol).cast("double") if self.weightCol else F.lit(1.0)
+        return column(self.weightCol).cast("double") if self.weightCol else F.lit(1.0)
 
     @functools.cached_property
     def accuracy(self):
         """The (weighted) share of rows whose prediction equals the label."""
-        right = (F.col(self.predictionCol) == F.col(self.labelCol)).cast("double")
+        right = (column(self.predictionCol) == column(self.labelCol)).cast("double")
         row = self.predictions.agg(F.sum(self._weight() * right).alias("right"),
                                    F.sum(self._weight()).alias("total")).first()
         return float(row["right"] / row["total"]) if row["total"] else float("nan")
 
     def _binary_metric(self, name):
-        positive = (F.col(self.labelCol) == F.lit(self.labels[1])).cast("double")
+        positive = (column(self.labelCol) == F.lit(self.labels[1])).cast("double")
         evaluator = BinaryClassificationEvaluator(rawPredictionCol=self.scoreCol, labelCol=_POSITIVE,
                                                   metricName=name)
-        if self.weightCol:
-            evaluator.setWeightCol(self.weightCol)
-        return evaluator.evaluate(self.predictions.withColumn(_POSITIVE, positive))
+        scored = self.predictions.withColumn(_POSITIVE, positive)
+        if self.weightCol:  # under a name of ours: MLlib's evaluator reads "a.b" as a struct's field
+            evaluator.setWeightCol(_WEIGHT)
+            scored = scored.withColumn(_WEIGHT, self._weight())
+        return evaluator.evaluate(scored)
 
     @functools.cached_property
     def areaUnderROC(self):
@@ -89,7 +92,7 @@ class BSVMSummary:
             return []
         threshold, positive_label = model.getThreshold(), self.labels[1]
         rows = self._dataset.select(features_as_array(self._dataset, model.getFeaturesCol()).alias("x"),
-                                    (F.col(self.labelCol) == F.lit(positive_label)).alias("positive"),
+                                    (column(self.labelCol) == F.lit(positive_label)).alias("positive"),
                                     self._weight().alias("w"))
 
         def count(batches):

@@ -295,6 +295,23 @@ def test_rows_of_weight_zero_contribute_nothing(spark, train, make):
     assert zeros.expansion.bias == pytest.approx(clean.expansion.bias)
 
 
+def test_columns_named_with_dots_spaces_and_backticks_are_read_as_named(train, calibrated, estimator):
+    """Spark reads ``F.col("f.a")`` as the field ``a`` of a struct ``f``: every column a fit, a transform and a
+    summary read by its name is quoted."""
+    from pyspark.sql import functions as F
+
+    _, _, df = train
+    odd = df.select(F.col("features").alias("f.a"), F.col("label").alias("lab el"), F.lit(1.0).alias("w`x"))
+    model = estimator.copy({estimator.featuresCol: "f.a", estimator.labelCol: "lab el",
+                            estimator.weightCol: "w`x"}).fit(odd)
+    np.testing.assert_allclose(model.expansion.coef, calibrated.expansion.coef, atol=1e-12)
+    assert model.platt == pytest.approx(calibrated.platt)
+    scored = model.transform(odd).select("prediction").collect()
+    assert scored == calibrated.transform(df).select("prediction").collect()
+    assert model.summary.accuracy == pytest.approx(calibrated.summary.accuracy)
+    assert model.summary.areaUnderROC == pytest.approx(calibrated.summary.areaUnderROC)
+
+
 def test_scoring_ships_the_function_not_the_training_record(spark, calibrated, monkeypatch):
     """A recorded path can be megabytes (an SpSVM-2 path of d basis functions holds O(d^2) numbers): the tasks get
     the support vectors, coefficients and kernel only."""
