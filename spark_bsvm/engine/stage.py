@@ -443,17 +443,24 @@ def _prepared(df, columns):
             and not isinstance(types["label"], DecimalType)
             and (isinstance(types["features"], VectorUDT) or types["features"] == ArrayType(DoubleType()))):
         return df
-    features, label = column(features_col), column(label_col)
+    features = column(features_col)
     if not isinstance(types[features_col], VectorUDT):
         features = features.cast("array<double>")
-    if isinstance(types[label_col], DecimalType):  # as doubles, as MLlib reads labels (and the wire carries them)
-        label = label.cast("double")
-    selected = [features.alias("features"), label.alias("label")]
+    selected = [features.alias("features"), label_column(df, label_col).alias("label")]
     if weight_col:
         selected.append(column(weight_col).cast("double").alias("weight"))
     if validation_col:
         selected.append(column(validation_col).alias("validation"))
     return _owned(df.select(*selected))
+
+
+def label_column(df, label_col):
+    """``df``'s label column ``label_col`` with the values the checks give (``DataSummary.classes``): decimal
+    labels as doubles, as MLlib reads labels (and the wire carries them), others as they are."""
+    from pyspark.sql.types import DecimalType
+
+    label = column(label_col)
+    return label.cast("double") if isinstance(df.schema[label_col].dataType, DecimalType) else label
 
 
 def without_zero_weights(df, weight_col):

@@ -17,7 +17,7 @@ from core.model import CALIBRATION_KEY, KernelExpansion
 from core.platt import fit_platt, platt_probability
 from spark_bsvm.engine.blocks import column, rows_column
 from spark_bsvm.engine.session import is_connect
-from spark_bsvm.engine.stage import check_rows, without_zero_weights
+from spark_bsvm.engine.stage import check_rows, label_column, without_zero_weights
 from spark_bsvm.ml.params import _BSVMParams, _PredictionSetters, check_params
 from spark_bsvm.ml.summary import BSVMSummary, BSVMTrainingSummary
 
@@ -170,7 +170,8 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
     def _fit_platt(self, dataset):
         """``calibrate`` on rows already checked (a fit's calibration rows: ``_BSVMEstimator._training_rows``)."""
         label, weight = self.getLabelCol(), self._weight_col(dataset)
-        scored = dataset.select(self._scores(dataset, DecisionRule())["f"].alias("f"), column(label).alias("label"),
+        scored = dataset.select(self._scores(dataset, DecisionRule())["f"].alias("f"),
+                                label_column(dataset, label).alias("label"),
                                 *([column(weight).alias("weight")] if weight else []))
         rows = scored.collect()
         f = np.array([r["f"] for r in rows])

@@ -107,6 +107,20 @@ def test_the_prediction_column_holds_the_labels_as_doubles_when_numeric(spark, t
     assert model.predict(Vectors.dense(X[0])) == predicted[int(f[0] > 0)]
 
 
+def test_decimal_labels_are_calibrated_as_their_doubles(train, calibrated, estimator):
+    """Platt's rows compared Decimal('0.20') with the class 0.2 (a double, as MLlib reads labels): never equal,
+    so every row counted as negative and the sigmoid gave every row one probability."""
+    from pyspark.sql import functions as F
+
+    _, _, df = train
+    decimal = df.withColumn("label", F.when(df.label == 1.0, F.lit("0.20")).otherwise(F.lit("0.10"))
+                            .cast("decimal(4,2)"))
+    model = estimator.fit(decimal)
+    assert model.classes == [0.1, 0.2]
+    assert model.platt == pytest.approx(calibrated.platt)
+    assert model.calibrate(decimal).platt == pytest.approx(calibrated.copy().calibrate(df).platt)
+
+
 def _sql(value):
     return f"'{value}'" if isinstance(value, str) else str(value).lower()
 
