@@ -445,11 +445,15 @@ def _group_counts(columns):
 
 
 def _check_sizes(rows, n_features):
-    """A ValueError unless every row of the ``FeatureEntries`` ``rows`` is a vector of ``n_features`` entries
-    (the training data's, or the model's when scoring; the training checks name null rows before this)."""
+    """A ValueError unless every row of the ``FeatureEntries`` ``rows`` is a vector of ``n_features`` entries,
+    none of them null (the training data's, or the model's when scoring; the training checks name null rows
+    and null entries before this)."""
     if rows.null.any():
         raise ValueError(f"the features column has {np.count_nonzero(rows.null)} null value(s); drop or impute "
                          "those rows")
+    if rows.null_entries.any():  # Arrow would hand them on as NaN, and the scoring name them so
+        raise ValueError(f"the features column has {np.count_nonzero(rows.null_entries)} row(s) holding a null "
+                         "entry; drop or impute those rows (pyspark.ml.feature.Imputer)")
     if np.any(rows.sizes != n_features):
         raise ValueError(f"feature vectors must all have {n_features} entries, found sizes "
                          f"{sorted(set(rows.sizes.tolist()) - {n_features})[:5]}; assemble the features as the "

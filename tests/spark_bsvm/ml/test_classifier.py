@@ -287,6 +287,9 @@ def test_array_features_fit_and_transform_as_vectors(spark, train, element):
     np.testing.assert_array_equal(on_arrays.expansion.coef, on_vectors.expansion.coef)
     raw = [r.rawPrediction for r in on_arrays.transform(arrays).collect()]
     assert raw == [r.rawPrediction for r in on_vectors.transform(rounded).collect()]
+    holed = spark.createDataFrame([([1.0, None, 0.0, 2.0],)], f"features array<{element}>")
+    with pytest.raises(Exception, match=r"the features column has 1 row\(s\) holding a null entry; drop or impute"):
+        on_arrays.transform(holed).collect()
 
 
 @pytest.mark.parametrize("make", [lambda: CSVC(gamma=0.5, weightCol="weight", numPartitions=2),
