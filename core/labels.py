@@ -17,7 +17,13 @@ def encode_labels(labels):
         raise ValueError("the training data is empty: there are no labels")
     if labels.dtype == object and any(v is None for v in labels):
         raise ValueError(f"labels contain {sum(v is None for v in labels)} null value(s); drop or fill those rows")
-    classes = two_classes(np.unique(labels))
+    try:
+        distinct = np.unique(labels)
+    except TypeError:  # numpy sorts the values, and 1 < "a" has no answer
+        kinds = sorted({type(v).__name__ for v in labels})
+        raise ValueError(f"labels mix values of the types {kinds}, which cannot be ordered (the larger label is the "
+                         "positive class): give labels of one type") from None
+    classes = two_classes(distinct)
     y = np.where(labels == classes[1], 1.0, -1.0)
     return y, classes
 

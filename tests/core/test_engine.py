@@ -44,6 +44,9 @@ RAGGED = r"rows must all hold the same number of numbers \(a 2-D array\): found 
     (dict(labels=np.array([0, 1, 2, 0])), LABELS.format(r"3: \[0, 1, 2\]")),
     (dict(labels=np.array([0.0, 1.0, np.nan, 0.0])), "labels contain NaN or infinite values; drop or fix those rows"),
     (dict(labels=[0, 1, None, 0]), r"labels contain 1 null value\(s\); drop or fill those rows"),
+    (dict(labels=np.array([0, "yes", 0, "yes"], dtype=object)),
+     r"labels mix values of the types \['int', 'str'\], which cannot be ordered \(the larger label is the positive "
+     r"class\): give labels of one type"),
     (dict(labels=np.array([[0, 1], [1, 0]])), r"labels must be a 1-D array, got shape \(2, 2\)"),
     (dict(labels=np.array([0, 1, 0])), "X has 4 rows but labels has 3 values"),
     (dict(X=np.where(X4 == 1.0, np.nan, X4)), NOT_FINITE),
