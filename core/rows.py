@@ -58,7 +58,8 @@ def as_rows(X, n_features=None):
             hint = " (use x.reshape(1, -1) for a single row)" if X.ndim == 1 else ""
             raise ValueError(f"expected a 2-D block of rows, got an array of shape {X.shape}{hint}")
         X = values = np.ascontiguousarray(X)
-    peak = np.max(np.abs(values), initial=0.0)
+    # two reductions, no copy of the block (a NaN makes both NaN)
+    peak = np.maximum(-values.min(), values.max()) if values.size else 0.0
     if not np.isfinite(peak):
         raise ValueError("rows contain NaN or infinity: impute or drop those values first")
     if peak > LARGEST_FEATURE:
