@@ -17,7 +17,7 @@ import secrets
 from core.model import KernelExpansion
 from core.separation import warn_if_one_class
 from spark_bsvm.engine.coordinator import SparkEngine, fit_tag
-from spark_bsvm.engine.session import is_connect
+from spark_bsvm.engine.session import cancel_jobs, is_connect
 from spark_bsvm.engine.stage import STAGE_RESTARTS, HostedFit, TrainingData, raise_task_errors, stage_failure
 from spark_bsvm.engine.task import make_task
 
@@ -62,11 +62,18 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
     data = TrainingData(df, features_col, label_col, weight_col, num_partitions, check_data, description,
                         validation_col, shared_results)
     spec = data.task_spec(secrets.token_hex(32), fit=HostedFit(function, arguments), fault_injection=fault_injection)
+    tag = fit_tag()
     try:
         # the solver's progress goes to the executor's log
-        rows = data.run_stage(lambda input_schema: make_task(spec, input_schema), fit_tag(), stage_restarts)
+        rows = data.run_stage(lambda input_schema: make_task(spec, input_schema), tag, stage_restarts)
     except Exception as exc:  # Spark's message, with the task's exception in a Java trace
         raise RuntimeError(f"the training stage failed: {stage_failure(exc)}") from exc
+    except BaseException:
+        # a KeyboardInterrupt (Ctrl-C, a notebook's interrupt) while this thread waits on the stage's job: pyspark's
+        # SIGINT handler cannot cancel it from inside that call, and the stage would go on holding every slot it
+        # took until its fit ended
+        cancel_jobs(df.sparkSession, tag)
+        raise
     raise_task_errors(rows)
     (hosted,) = [row for row in rows if row["model"] is not None]
     for message in hosted["warnings"]:

@@ -3,6 +3,8 @@ named at once."""
 
 import contextlib
 import logging
+import os
+import signal
 import socket
 import threading
 import time
@@ -342,3 +344,45 @@ def test_a_stage_kept_from_its_slots_times_out_saying_why_and_at_once(spark, dat
     finally:
         context.cancelJobGroup("other-work")
         holder.join(30)
+
+
+def test_an_interrupt_of_the_caller_waiting_on_an_executor_coordinated_fit_cancels_its_stage(spark):
+    """Ctrl-C (a notebook's interrupt) while the caller's thread waits on the executor mode's training stage:
+    pyspark's SIGINT handler cannot cancel the job from inside that thread's call into the JVM, so the stage went
+    on holding every task slot until its fit ended, after the caller had its KeyboardInterrupt; the fit cancels
+    it."""
+    X, y = make_rings(3000, 4, seed=5)
+    df = to_df(spark, X, y).cache()
+    df.count()
+    tracker, training, interrupted = spark.sparkContext.statusTracker(), threading.Event(), []
+
+    class Training(logging.Handler):
+        def emit(self, record):
+            if "starting 2 training tasks on" in record.getMessage():
+                training.set()
+
+    def interrupt_while_the_tasks_train():
+        training.wait()
+        while not interrupted:
+            running = [stage for stage in map(tracker.getStageInfo, tracker.getActiveStageIds()) if stage]
+            if any(stage.numActiveTasks == 2 for stage in running):
+                interrupted.extend(tracker.getActiveJobsIds())
+                os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+
+    handler = Training()
+    logging.getLogger("spark_bsvm.progress").addHandler(handler)
+    interrupter = threading.Thread(target=interrupt_while_the_tasks_train, daemon=True)
+    interrupter.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train(df, fit_spsvm, dict(max_basis=2500, lam=1e-3, kernel=KERNEL, kappa=50, tol=0.0), num_partitions=2,
+                  mode="executor")
+        interrupter.join(60)
+        (job,) = interrupted
+        while tracker.getJobInfo(job).status == "RUNNING":  # ended by the cancel, or by the fit's end without it
+            time.sleep(0.1)
+        assert tracker.getJobInfo(job).status == "FAILED"
+    finally:
+        logging.getLogger("spark_bsvm.progress").removeHandler(handler)
+        df.unpersist()
