@@ -501,7 +501,9 @@ PYTHON_WORKER_ERROR = "An exception was thrown from the Python worker:"  # Spark
 def stage_failure(exc):
     """What ended a failed training stage, in one line where Spark's message shows it: the exception a task
     raised (the end of its Python traceback), then Spark's reason (from "Job aborted due to stage failure" to
-    the end of that line); a message of neither kind as it is.  The whole message stays in the cause."""
+    the end of that line); a message of neither kind up to its Java frames (a cancelled job's: the JVM call and
+    Spark's reason, without the trace of the scheduler that cancelled it).  The whole message stays in the
+    cause."""
     message = str(exc)
     reason = next((line[line.index(STAGE_ABORTED):].strip() for line in message.splitlines() if STAGE_ABORTED in line),
                   None)
@@ -516,7 +518,7 @@ def stage_failure(exc):
                 raised.append(line.strip())
     if raised:
         return " ".join(raised) + (f" (Spark: {reason})" if reason else "")
-    return reason or message
+    return reason or message.split("\n\tat ", 1)[0]
 
 
 def raise_task_errors(rows):

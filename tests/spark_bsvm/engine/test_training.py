@@ -189,6 +189,13 @@ ABORTED = ("An error occurred while calling o164.collectToPython.\n: org.apache.
            "worker: Traceback (most recent call last):\n  File \"task.py\", line 1, in task\n    serve()\n{raised}\n"
            " SQLSTATE: 38000\n\tat org.apache.spark.api.python.BasePythonRunner.read(PythonRunner.scala:1097)\n")
 
+# a job cancelled with its job group, as Spark 4 words it: the JVM's trace of the scheduler that cancelled it follows
+CANCELLED = ("An error occurred while calling o129.collectToPython.\n: org.apache.spark.SparkException: "
+             "[SPARK_JOB_CANCELLED] Job 5 cancelled part of cancelled job group g1 SQLSTATE: XXKDA\n"
+             "\tat org.apache.spark.errors.SparkCoreErrors$.sparkJobCancelled(SparkCoreErrors.scala:222)\n"
+             "\tat org.apache.spark.scheduler.DAGScheduler.handleJobCancellation(DAGScheduler.scala:4404)\n"
+             "\tat org.apache.spark.SparkContext.runJob(SparkContext.scala:2499)\n")
+
 
 @pytest.mark.parametrize("message, expected", [
     (ABORTED.format(raised="ConnectionError: no coordinator here"),
@@ -202,7 +209,9 @@ ABORTED = ("An error occurred while calling o164.collectToPython.\n: org.apache.
     ("Job aborted due to stage failure: lost executors", "Job aborted due to stage failure: lost executors"),
     ("An error occurred while calling o1.collect.\n: Job 3 cancelled", "An error occurred while calling o1.collect."
                                                                         "\n: Job 3 cancelled"),
-], ids=["task-error", "chained", "spark-only", "other"])
+    (CANCELLED, "An error occurred while calling o129.collectToPython.\n: org.apache.spark.SparkException: "
+                "[SPARK_JOB_CANCELLED] Job 5 cancelled part of cancelled job group g1 SQLSTATE: XXKDA"),
+], ids=["task-error", "chained", "spark-only", "other", "cancelled"])
 def test_a_failed_stage_is_told_by_the_tasks_exception_then_sparks_reason(message, expected):
     assert stage_failure(RuntimeError(message)) == expected
 
@@ -268,7 +277,8 @@ def test_data_that_cannot_be_separated_is_reported_in_one_line(spark, data, mode
 def test_cancelling_the_caller_s_job_group_stops_the_fit_and_leaves_the_group(spark, mode, caplog):
     """A notebook's cancel, a scheduler's timeout: the fit's jobs carry the caller's job group and tags (the
     driver mode's stage thread inherits them), which the fit's own label no longer replaced; the fit ran to
-    its end after the cancel, and the executor mode's left the caller's thread without its group."""
+    its end after the cancel, and the executor mode's left the caller's thread without its group.  The fit's
+    error says that the job was cancelled, without the JVM's trace of the scheduler that cancelled it."""
     X, y = make_rings(3000, 4, seed=5)
     df = to_df(spark, X, y).cache()
     df.count()
@@ -291,7 +301,7 @@ def test_cancelling_the_caller_s_job_group_stops_the_fit_and_leaves_the_group(sp
                   mode=mode)
             outcome["ended"] = "the fit ran to its end"
         except Exception as exc:  # the cancelled stage's error
-            outcome["ended"] = type(exc).__name__
+            outcome["ended"], outcome["message"] = type(exc).__name__, str(exc)
         outcome["group"], outcome["tags"] = context.getLocalProperty("spark.jobGroup.id"), set(context.getJobTags())
         context.clearJobTags()
         context.setLocalProperty("spark.jobGroup.id", None)
@@ -312,6 +322,8 @@ def test_cancelling_the_caller_s_job_group_stops_the_fit_and_leaves_the_group(sp
         logging.getLogger("spark_bsvm.progress").removeHandler(handler)
         df.unpersist()
     assert not request.is_alive() and outcome["ended"] != "the fit ran to its end"
+    # Spark's reason, without the JVM's trace of the scheduler that cancelled the job
+    assert "cancelled" in outcome["message"] and "\tat " not in outcome["message"]
     assert outcome["group"] == "user-request" and outcome["tags"] == {"user-tag"}
 
 
