@@ -32,7 +32,7 @@ from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import groups_from_message
 from spark_bsvm.engine.rounds import Coordinator, LostTask
 from spark_bsvm.engine.session import cancel_jobs, stage_partly_ended
-from spark_bsvm.engine.stage import STAGE_RESTARTS, TrainingData, raise_task_errors, stage_failure
+from spark_bsvm.engine.stage import STAGE_RESTARTS, TrainingData, failed_stage, raise_task_errors
 from spark_bsvm.engine.task import make_task
 
 log = logging.getLogger("spark_bsvm")
@@ -152,7 +152,7 @@ class SparkEngine(Engine):
             return
         # the stage has ended (its thread sets the error or the rows before it ends, so both are read after)
         if self._job_error is not None:  # bad input never gets here: tasks report it as an error frame
-            raise RuntimeError(f"the training stage failed: {stage_failure(self._job_error)}") from self._job_error
+            raise failed_stage(self._job_error) from self._job_error
         raise_task_errors(self._rows or [])  # a task that could not reach the coordinator, say
         raise RuntimeError("the training stage ended before the fit did")
 

@@ -9,6 +9,7 @@ model and the solver's warnings.
 """
 
 import functools
+import re
 import weakref
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -519,6 +520,21 @@ def stage_failure(exc):
     if raised:
         return " ".join(raised) + (f" (Spark: {reason})" if reason else "")
     return reason or message.split("\n\tat ", 1)[0]
+
+
+class StageCancelled(RuntimeError):
+    """The training stage was cancelled (a job group's, a tag's or a notebook's cancel): every fit that shared the
+    stage ends with it; none starts the cancelled work over alone."""
+
+
+CANCELLED_JOB = re.compile(r"\bJob \d+ cancelled\b")  # Spark's words for a cancelled job, in 3.5 and 4
+
+
+def failed_stage(exc):
+    """The RuntimeError of a training stage that Spark ended with ``exc`` (a ``StageCancelled`` where it was
+    cancelled), its message ``stage_failure``'s."""
+    kind = StageCancelled if CANCELLED_JOB.search(str(exc)) else RuntimeError
+    return kind(f"the training stage failed: {stage_failure(exc)}")
 
 
 def raise_task_errors(rows):

@@ -18,7 +18,7 @@ from core.model import KernelExpansion
 from core.separation import warn_if_one_class
 from spark_bsvm.engine.coordinator import SparkEngine, fit_tag
 from spark_bsvm.engine.session import cancel_jobs, is_connect
-from spark_bsvm.engine.stage import STAGE_RESTARTS, HostedFit, TrainingData, raise_task_errors, stage_failure
+from spark_bsvm.engine.stage import STAGE_RESTARTS, HostedFit, TrainingData, failed_stage, raise_task_errors
 from spark_bsvm.engine.task import make_task
 
 log = logging.getLogger("spark_bsvm")
@@ -67,7 +67,7 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
         # the solver's progress goes to the executor's log
         rows = data.run_stage(lambda input_schema: make_task(spec, input_schema), tag, stage_restarts)
     except Exception as exc:  # Spark's message, with the task's exception in a Java trace
-        raise RuntimeError(f"the training stage failed: {stage_failure(exc)}") from exc
+        raise failed_stage(exc) from exc
     except BaseException:
         # a KeyboardInterrupt (Ctrl-C, a notebook's interrupt) while this thread waits on the stage's job: pyspark's
         # SIGINT handler cannot cancel it from inside that call, and the stage would go on holding every slot it

@@ -38,7 +38,7 @@ from core.kernels import LINEAR, KernelSpec
 from spark_bsvm.engine.blocks import check_schema, check_validation_column
 from spark_bsvm.engine.shared_results import SharedResults
 from spark_bsvm.engine.session import executor_slots
-from spark_bsvm.engine.stage import check_rows, label_counts, without_zero_weights
+from spark_bsvm.engine.stage import StageCancelled, check_rows, label_counts, without_zero_weights
 from spark_bsvm.engine.training import resolve_mode, train, train_in_turn
 from spark_bsvm.ml.model import ExistingPathWriter
 from spark_bsvm.ml.params import GRID_PARAMS, _GridParams, _KernelParams, _ValidationParams, check_params
@@ -303,7 +303,8 @@ class _SharedStages:
     the driver coordinates and their stage takes every task slot anyway (``numPartitions`` unset or all the
     slots: such fits could not run side by side), they also train in one stage, one after another
     (``engine.training.train_in_turn``), each model the one its own fit gives.  A group whose shared stage
-    fails fits its param maps one by one, each failing (or not) on its own."""
+    fails fits its param maps one by one, each failing (or not) on its own, unless the stage was cancelled
+    (``stage.StageCancelled``): that ends each of them."""
 
     def __init__(self, dataset, estimators):
         self.dataset, self.estimators, self.shared_results = dataset, estimators, SharedResults()
@@ -321,17 +322,23 @@ class _SharedStages:
         group = self.groups.get(index)
         if group is not None:
             trained = self.shared_results.once(("stage", group), lambda: self._in_one_stage(group))
+            if isinstance(trained, StageCancelled):
+                raise trained
             if trained is not None:
                 return self.estimators[index]._model(*trained[index])
         return self.estimators[index]._fit(self.dataset, self.shared_results)
 
     def _in_one_stage(self, group):
-        """{index: (plan, expansion)} of the param maps ``group``, trained in one stage; None when that failed."""
+        """{index: (plan, expansion)} of the param maps ``group``, trained in one stage; None when that failed (each
+        then fits alone), the ``StageCancelled`` when it was cancelled (fitting each alone would start the work the
+        cancel stopped all over again)."""
         try:
             plans = [self.estimators[index]._plan(self.dataset, self.shared_results) for index in group]
             expansions = train_in_turn(plans[0].rows, [plan.call for plan in plans],
                                        check_data=lambda *data: [plan.check_data(*data) for plan in plans],
                                        shared_results=self.shared_results, **plans[0].options)
+        except StageCancelled as exc:
+            return exc
         except Exception:  # noqa: BLE001 -- each param map then fits alone and reports its own error
             return None
         return dict(zip(group, zip(plans, expansions)))

@@ -1,11 +1,14 @@
 """fitMultiple (pyspark.ml's tuners): the models of separate fits, with the data's checks run once for the
 param maps that leave the rows alone, and one training stage for them where their fits take every slot."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 from pyspark.ml.evaluation import BinaryClassificationEvaluator
 
-from spark_bsvm import CSVC
+from spark_bsvm import CSVC, SpSVM
 from spark_bsvm.engine import stage
 from tests.conftest import rings_frame, to_df
 
@@ -126,3 +129,39 @@ def test_cross_validator_checks_each_fold_once(train, checks, stages):
     assert set(checks) == {"tasks"} and 2 + 1 <= len(checks) <= 2 * 2 + 1
     assert len(stages) == 2 * 3 + 1  # one slot each: the stages run side by side, not in one
     assert len(cv.avgMetrics) == 3 and min(cv.avgMetrics) > 0.8
+
+
+
+def test_cancelling_the_shared_training_stage_ends_every_param_map_without_fitting_them_alone(spark, stages):
+    """A tuner's fit cancelled by its job group (a notebook's cancel) while its param maps train in their shared
+    stage: the param maps then fitted alone, one by one, starting the cancelled work over and running to their
+    ends; the cancel's error now ends each of them."""
+    context, estimator = spark.sparkContext, SpSVM(gamma=0.5, maxBasis=2500, tol=0.0)
+    X, labels, _ = rings_frame(spark, 3000, seed=5)
+    df = to_df(spark, X, labels).cache()
+    df.count()
+    outcome = []
+
+    def tuner():
+        context.setJobGroup("tuning", "a notebook cell", interruptOnCancel=True)
+        try:
+            outcome.extend(estimator.fitMultiple(df, [{estimator.regParam: 1e-3}, {estimator.regParam: 1e-2}]))
+        except Exception as exc:  # the cancelled stage's error
+            outcome.append(exc)
+        finally:
+            context.setLocalProperty("spark.jobGroup.id", None)
+
+    fitting, tracker = threading.Thread(target=tuner), context.statusTracker()
+    try:
+        fitting.start()
+        while fitting.is_alive() and not (stages and any(
+                info.numActiveTasks == 2 for info in map(tracker.getStageInfo, tracker.getActiveStageIds()) if info)):
+            time.sleep(0.05)  # the shared stage running, its tasks at work
+        started = len(stages)  # the shared stage's starts (a first one may check the rows and deal them again)
+        context.cancelJobGroup("tuning")
+        fitting.join(300)
+    finally:
+        df.unpersist()
+    (error,) = outcome
+    assert isinstance(error, stage.StageCancelled) and "cancelled" in str(error)
+    assert len(stages) == started  # no fit of a param map alone after the cancel
