@@ -99,6 +99,8 @@ def load_config(path, overrides=(), require=REQUIRED_SECTIONS):
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     for item in overrides:
         apply_override(raw, item)
+    for item in overrides:
+        _check_not_shadowed(raw, item, path)
     return validate(raw, source=str(path), require=require)
 
 
@@ -125,6 +127,23 @@ def apply_override(raw, item):
     if not isinstance(value, str) and _takes_text_only(parts):
         value = text.strip()  # a name TOML reads as a date or a number: --set data.path=2026-12-01 (Airflow's ds)
     node[parts[-1]] = value
+
+
+def _check_not_shadowed(raw, item, path):
+    """A ConfigError when override ``item`` sets a plain ``model.params`` key that the configured method's own
+    table ``[model.params.<method>]`` also sets: the method's table wins (``spark_bsvm.app.methods.method_params``),
+    so the override would be dropped without a word."""
+    name, _, text = item.partition("=")
+    parts = name.strip().split(".")
+    model = raw.get("model")
+    if parts[:2] != ["model", "params"] or len(parts) != 3 or not isinstance(model, dict):
+        return
+    method = model.get("method")
+    table = model.get("params", {}).get(method) if isinstance(method, str) else None
+    if isinstance(table, dict) and parts[2] in table:
+        raise ConfigError(f"--set {item.strip()} would change nothing: [model.params.{method}] {parts[2]} = "
+                          f"{table[parts[2]]!r} in {path} is what method {method!r} uses; set that one instead: "
+                          f"--set model.params.{method}.{parts[2]}={text.strip()}")
 
 
 def _takes_text_only(parts):

@@ -121,6 +121,22 @@ def test_a_method_table_applies_to_its_method_only_and_overrides_reach_into_it(t
     assert (spsvm.getMaxBasis(), spsvm.getGamma()) == (400, 2.0)
 
 
+def test_an_override_of_a_plain_param_that_the_methods_table_sets_is_refused_with_the_key_to_set(tmp_path):
+    """--set model.params.maxBasis=50 on the quick start's config trained with its [model.params.spsvm] maxBasis
+    = 200: the method's table wins, and the override was dropped without a word."""
+    text = ('[data]\nsource = "generated"\n[model]\nmethod = "spsvm"\n[model.params]\ngamma = 1.0\n'
+            '[model.params.spsvm]\nmaxBasis = 200\n[model.params.budget_l1]\nbudget = 50\n')
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError, match=r"--set model.params.maxBasis=50 would change nothing: "
+                                          r"\[model.params.spsvm\] maxBasis = 200 in .*c.toml is what method 'spsvm' "
+                                          r"uses; set that one instead: --set model.params.spsvm.maxBasis=50"):
+        load_config(path, ["model.params.maxBasis=50"])
+    switched = load_config(path, ["model.method=budget_l1", "model.params.maxBasis=50"])  # not budget_l1's key
+    assert method_params("budget_l1", switched["model"]["params"]) == {"gamma": 1.0, "maxBasis": 50, "budget": 50}
+    assert method_params("spsvm", load_config(path, ["model.params.gamma=2.0"])["model"]["params"]) == \
+        {"gamma": 2.0, "maxBasis": 200}
+
+
 def test_plain_keys_go_to_every_method_and_stray_tables_are_refused():
     with pytest.raises(ValueError, match=r"\['C', 'budget'\] are not params of SpSVM"):
         build_estimator("spsvm", {"budget": 50, "C": 0.2})  # method-only params belong in its table
