@@ -95,6 +95,9 @@ def load_config(path, overrides=(), require=REQUIRED_SECTIONS):
             raw = tomllib.load(f)
     except FileNotFoundError:
         raise ConfigError(f"config file {path} not found; pass --config with a file from conf/") from None
+    except OSError as exc:  # a folder (--config conf), a file without read permission
+        raise ConfigError(f"config file {path} cannot be read ({exc.strerror}); pass --config with a TOML file "
+                          "from conf/") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     for item in overrides:

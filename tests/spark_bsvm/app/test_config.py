@@ -83,6 +83,13 @@ def test_a_missing_config_file_says_where_configs_are(tmp_path):
         load_config(str(tmp_path / "nope.toml"))
 
 
+def test_a_config_path_that_is_a_folder_is_a_config_error_not_a_traceback(tmp_path):
+    """--config conf (the folder): open() raised IsADirectoryError, which the jobs printed as a traceback, exit 1."""
+    with pytest.raises(ConfigError, match=r"config file .* cannot be read \(Is a directory\); pass --config with a "
+                                          r"TOML file from conf/"):
+        load_config(str(tmp_path))
+
+
 def test_retrain_needs_a_registry_and_a_margin_of_zero_or_more(tmp_path):
     with pytest.raises(ConfigError, match=r"\[retrain\] registry is required"):
         load_config(write(tmp_path, BASE + "[retrain]\nmargin = 0.01\n"))
