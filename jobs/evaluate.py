@@ -17,6 +17,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     config = cli.load(args)
     path = cli.model_path(args, config, "evaluate")
+    training_run.check_writable_files(config["output"])
     spark = cli.session()
     model = cli.load_model(path)
     svm = report.svm_stage(model)

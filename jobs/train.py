@@ -21,6 +21,7 @@ def main(argv=None):
     args = cli.job_parser(__doc__, DEFAULT_CONFIG).parse_args(argv)
     config = cli.load(args)
     methods.check_model(config["model"])
+    training_run.check_writable_files(config["output"])
     spark = cli.session()
     training_run.check_replaceable(config["output"]["model"], training_run.SAVED_MODEL, "[output] model")
     split = training_run.split_data(spark, config["data"])

@@ -188,6 +188,20 @@ def error_vs_support(expansion, X, y, path):
     return curve
 
 
+def check_plot_format(path):
+    """A ValueError when matplotlib, installed, writes no file of the format ``path``'s extension names (none:
+    PNG); without matplotlib the plot is skipped with a note, whatever its name."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        return
+    extension = os.path.splitext(path)[1].lstrip(".").lower()
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if extension and extension not in formats:
+        raise ValueError(f"[output] plot {path}: matplotlib writes no .{extension} file; name it .png (or one of "
+                         f"{', '.join(sorted(formats))})")
+
+
 def summary_line(report):
     """The one line every job prints: test error, support size, training time."""
     return (f"test error: {100 * report['test_error']:.2f}%   support vectors: {report['support_size']}   "

@@ -8,6 +8,7 @@ encoded and cached training rows (reading and encoding are reported apart).
 """
 
 import logging
+import os
 import re
 import time
 import uuid
@@ -25,6 +26,8 @@ log = logging.getLogger("spark_bsvm")
 SAVED_MODEL = (re.compile(r"metadata|stages"), "a model saved by jobs/train.py")
 SCORES = (re.compile(r"part-.*|\..*\.crc|_SUCCESS|_committed_.*|_started_.*|_temporary"),
           "scores written by jobs/predict.py")
+# the files of [output] as the shipped configs name them, for the example in a message
+OUTPUT_FILE_NAMES = {"report": "report.json", "plot": "error_vs_support.png"}
 
 
 @dataclass
@@ -134,13 +137,20 @@ def replaced_whole(path, write):
 def check_replaceable(path, kind, option):
     """A ValueError naming ``option`` when ``path`` exists and holds anything but ``kind`` (``SAVED_MODEL`` or
     ``SCORES``): the jobs replace those whole, and would delete a folder of data or other outputs given by
-    mistake (``--output out/quickstart``, the folder of the model being scored).  Call it before any Spark job:
+    mistake (``--output out/quickstart``, the folder of the model being scored); or when it lies under a file,
+    where the write would fail after the work.  Call it before any Spark job:
     it reads only the filesystem's listing (any Hadoop filesystem)."""
     if not path:
         return
     names, what = kind
     _, target, filesystem = _hadoop_filesystem(path)
     if not filesystem.exists(target):
+        folder = target.getParent()
+        while folder is not None and not filesystem.exists(folder):
+            folder = folder.getParent()
+        if folder is not None and not filesystem.getFileStatus(folder).isDirectory():
+            raise ValueError(f"{option} {path} cannot be written: {folder.toString()} is a file, not a folder; "
+                             "give a path under a folder")
         return
     if not filesystem.getFileStatus(target).isDirectory():
         raise ValueError(f"{option} {path} is a file, not {what}: the job would replace it; give a new directory")
@@ -150,6 +160,30 @@ def check_replaceable(path, kind, option):
         raise ValueError(f"{option} {path} holds {', '.join(strays[:5])}{', ...' if len(strays) > 5 else ''}, "
                          f"which is not {what}: the job replaces that directory whole and would delete them; "
                          "give a new directory")
+
+
+def check_writable_files(output):
+    """A ValueError naming the key and the fix when ``[output]`` report or plot cannot be written: a folder at the
+    path, a file where a folder above it should be, a folder this process may not write in, a plot format
+    matplotlib does not write.  Call it before Spark starts: the jobs write them after the fit and the model."""
+    for key in ("report", "plot"):
+        path = output[key]
+        if not path:
+            continue
+        if os.path.isdir(path):
+            raise ValueError(f"[output] {key} {path} is a folder; give a file in it, e.g. "
+                             f"--set output.{key}={os.path.join(path, OUTPUT_FILE_NAMES[key])}")
+        folder = os.path.dirname(os.path.abspath(path))
+        while not os.path.exists(folder):
+            folder = os.path.dirname(folder)
+        if not os.path.isdir(folder):
+            raise ValueError(f"[output] {key} {path} cannot be written: {folder} is a file, not a folder; give a "
+                             "path under a folder")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ValueError(f"[output] {key} {path} cannot be written: this user may not write in {folder}; give "
+                             "a path in a folder you can write")
+    if output["plot"]:
+        report.check_plot_format(output["plot"])
 
 
 def _hadoop_filesystem(path):

@@ -52,6 +52,16 @@ def _has_matplotlib():
     return True
 
 
+def test_evaluate_refuses_a_report_path_it_cannot_write_before_spark_starts(monkeypatch, capsys, tmp_path):
+    """The report was written after the model was read and scored: a path under a file ended in a traceback."""
+    (tmp_path / "a file").write_text("")
+    monkeypatch.setattr(cli, "session", lambda: pytest.fail("Spark was started"))
+    assert cli.run(evaluate.main, ["--config", train.DEFAULT_CONFIG, "--model", str(tmp_path / "model"), "--set",
+                                   f"output.report={tmp_path}/a file/eval.json"]) == cli.EXIT_BAD_INPUT
+    assert f"[output] report {tmp_path}/a file/eval.json cannot be written: {tmp_path}/a file is a file" in \
+        capsys.readouterr().err
+
+
 def test_evaluate_refuses_test_labels_the_model_does_not_know(spark, trained, capsys, tmp_path):
     """Labels coded otherwise than in training (1 and 2 against 0 and 1) were all counted as a class of the model's:
     a test error, and a retraining decision, about another question, exit 0."""

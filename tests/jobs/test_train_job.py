@@ -1,6 +1,8 @@
 """The main job trains a real model from the quick-start config and reports it; --help and bad input."""
 
+import importlib.util
 import json
+import os
 import re
 
 import pytest
@@ -66,6 +68,37 @@ def test_a_bad_model_section_exits_2_before_spark_starts(monkeypatch, capsys, ov
     monkeypatch.setattr(cli, "session", no_spark)
     assert cli.run(main, ["--set", override]) == cli.EXIT_BAD_INPUT
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("override, message", [
+    ("output.report={tmp}/a file/report.json", "[output] report {tmp}/a file/report.json cannot be written: "
+                                               "{tmp}/a file is a file, not a folder; give a path under a folder"),
+    ("output.plot={tmp}/a file/plots/curve.png", "[output] plot {tmp}/a file/plots/curve.png cannot be written: "
+                                                 "{tmp}/a file is a file, not a folder"),
+    ("output.report={tmp}", "[output] report {tmp} is a folder; give a file in it, e.g. "
+                            "--set output.report={tmp}/report.json"),
+    pytest.param("output.plot={tmp}/curve.txt", "[output] plot {tmp}/curve.txt: matplotlib writes no .txt file; "
+                                                "name it .png", marks=pytest.mark.skipif(
+                                                    importlib.util.find_spec("matplotlib") is None,
+                                                    reason="without matplotlib the plot is skipped, whatever its name")),
+])
+def test_report_and_plot_paths_that_cannot_be_written_exit_2_before_spark_starts(monkeypatch, capsys, tmp_path,
+                                                                                 override, message):
+    """These failed after the fit and the model's save, in a traceback (exit 1), the report or the plot lost."""
+    (tmp_path / "a file").write_text("")
+    monkeypatch.setattr(cli, "session", no_spark)
+    assert cli.run(main, SMALL + ["--set", override.format(tmp=tmp_path)]) == cli.EXIT_BAD_INPUT
+    assert message.format(tmp=tmp_path) in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a file"]
+
+
+def test_a_report_folder_the_user_may_not_write_in_exits_2_before_spark_starts(monkeypatch, capsys, tmp_path):
+    """os.access is what a user other than root is told of a folder not theirs (root may write anywhere)."""
+    monkeypatch.setattr(os, "access", lambda path, mode: str(path) != str(tmp_path))
+    monkeypatch.setattr(cli, "session", no_spark)
+    assert cli.run(main, SMALL + ["--set", f"output.report={tmp_path}/out/report.json"]) == cli.EXIT_BAD_INPUT
+    assert (f"[output] report {tmp_path}/out/report.json cannot be written: this user may not write in {tmp_path}; "
+            "give a path in a folder you can write") in capsys.readouterr().err
 
 
 def test_a_spark_connect_remote_is_refused_before_any_session_starts(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 from pyspark.ml import PipelineModel
 from pyspark.ml.feature import StandardScaler
 
-from spark_bsvm.app.training_run import save_replacing
+from spark_bsvm.app.training_run import SAVED_MODEL, check_replaceable, save_replacing
 
 pytestmark = pytest.mark.spark
 
@@ -47,3 +47,13 @@ def test_a_failed_save_keeps_the_model_saved_before(tmp_path, pipeline):
         save_replacing(HalfWritten(), path)
     assert PipelineModel.load(path).stages[0].uid == good.stages[0].uid  # Spark's overwrite() had deleted it
     assert os.listdir(tmp_path) == ["model"]
+
+
+def test_a_model_path_under_a_file_is_refused_before_the_fit(spark, tmp_path):
+    """[output] model under a file failed in Hadoop's ParentNotDirectoryException when the fitted model was
+    saved, after the whole fit."""
+    (tmp_path / "runs").write_text("")
+    with pytest.raises(ValueError, match=rf"\[output\] model {tmp_path}/runs/model cannot be written: "
+                                         rf"{tmp_path}/runs is a file, not a folder; give a path under a folder"):
+        check_replaceable(str(tmp_path / "runs" / "model"), SAVED_MODEL, "[output] model")
+    check_replaceable(str(tmp_path / "new" / "model"), SAVED_MODEL, "[output] model")  # folders made as it saves
