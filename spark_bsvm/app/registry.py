@@ -72,7 +72,11 @@ class ModelRegistry:
                              "(NFS, a volume) and give its local path, or a file:// URI")
         self.root = os.path.abspath(root.removeprefix("file://"))
         self.versions_dir = os.path.join(self.root, "versions")
-        os.makedirs(self.versions_dir, exist_ok=True)
+        try:
+            os.makedirs(self.versions_dir, exist_ok=True)
+        except OSError as exc:  # a file at or above root, a folder this user may not write in
+            raise ValueError(f"registry {root} cannot be used: {exc.strerror} ({exc.filename}); give [retrain] "
+                             "registry a folder path that this user can write") from None
 
     def versions(self):
         """The published version numbers, ascending."""

@@ -41,6 +41,15 @@ def test_versions_are_numbered_and_promotion_moves_current(tmp_path):
     assert registry.find("fingerprint", "a") == 1 and registry.find("fingerprint", "zz") is None
 
 
+@pytest.mark.parametrize("root", ["runs", "runs/registry"])
+def test_a_registry_at_or_under_a_file_is_a_one_line_error(tmp_path, root):
+    """jobs/retrain.py ended in a traceback of NotADirectoryError (exit 1) where it is a config mistake (exit 2)."""
+    (tmp_path / "runs").write_text("")
+    with pytest.raises(ValueError, match=rf"registry {tmp_path}/{root} cannot be used: Not a directory \(.*runs"
+                                         r".*\); give \[retrain\] registry a folder path that this user can write"):
+        ModelRegistry(str(tmp_path / root))
+
+
 def test_a_failing_model_writer_publishes_nothing(tmp_path):
     registry = ModelRegistry(str(tmp_path))
 
