@@ -214,6 +214,9 @@ def _check_values(config, source):
         raise ConfigError(f"{source}: [data] test_path = {data['test_path']!r} names a file to read, and source "
                           f"{data['source']!r} generates its rows (test_fraction holds out the test part): remove "
                           "test_path, or set source to the format of your files")
+    if not data["separator"]:  # --set data.separator=<a space> reads as empty: --set's values are stripped
+        raise ConfigError(f"{source}: [data] separator is empty; give a space or a tab quoted, as TOML reads it: "
+                          "--set 'data.separator=\" \"' or --set 'data.separator=\"\\t\"'")
     if data["scale"] not in ("none", "minmax", "standard"):
         raise ConfigError(f"{source}: [data] scale must be none, minmax or standard, got {data['scale']!r}")
     for key in ("rows", "features", "num_features"):

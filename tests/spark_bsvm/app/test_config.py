@@ -64,6 +64,8 @@ def test_an_override_of_a_text_key_keeps_a_date_or_number_as_written(tmp_path):
     (BASE, ["data.deduplicate=3"], r"deduplicate = 3 has the wrong type; expected bool"),
     (BASE, ["data.source=parqet"], r"\[data\] source 'parqet' is unknown; use one of \['csv', 'forest_synthetic'"),
     (BASE, ["data.scale=log"], r"scale must be none, minmax or standard, got 'log'"),
+    (BASE, ["data.separator= "], r"\[data\] separator is empty; give a space or a tab quoted, as TOML reads it: "
+                                 r"--set 'data.separator=\" \"' or --set 'data.separator=\"\\t\"'"),
     (BASE, ["output.plot_rows=0"], r"\[output\] plot_rows must be >= 1, got 0"),
     (BASE, ["data.test_path=t.csv"], r"test_path = 't.csv' names a file to read, and source 'generated' generates "
                                      r"its rows \(test_fraction holds out the test part\)"),
