@@ -28,6 +28,15 @@ def encode_labels(labels):
     return y, classes
 
 
+class LabelCountError(ValueError):
+    """Labels that are not two values: the message names them and the fix for an estimator's caller; ``found``
+    holds the distinct values, sorted, for a caller that words its own fix (the jobs' [data] settings)."""
+
+    def __init__(self, message, found):
+        super().__init__(message)
+        self.found = found
+
+
 def two_classes(distinct, weighted=False):
     """The two distinct label values, sorted; a ValueError naming what was found otherwise.  ``weighted``: the
     values are those of the rows of weight > 0 (the rows of weight 0 dropped before), which a message about
@@ -47,7 +56,8 @@ def two_classes(distinct, weighted=False):
         else:
             fix = ("every row has that label; within OneVsRest, which fits one model per class 0, 1, ..., up to the "
                    "largest label, one of those classes has no rows: index the labels as 0 to k-1 (StringIndexer)")
-        raise ValueError(f"binary classification needs exactly two label values, {found}: [{shown}{more}]; {fix}")
+        raise LabelCountError(f"binary classification needs exactly two label values, {found}: [{shown}{more}]; "
+                              f"{fix}", classes.tolist())
     return classes.tolist()
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pyspark import StorageLevel
 from pyspark.ml import Pipeline, PipelineModel
 
+from core.labels import LabelCountError
 from spark_bsvm.app import loaders, methods, report
 
 log = logging.getLogger("spark_bsvm")
@@ -37,6 +38,7 @@ class Split:
     train: object
     test: object
     loaded: loaders.Loaded
+    positive_label: object = None
 
 
 def split_data(spark, data, model_width=None):
@@ -48,10 +50,10 @@ def split_data(spark, data, model_width=None):
     frame = loaded.frame.dropDuplicates() if data["deduplicate"] else loaded.frame
     if data["test_path"]:
         test = loaders.load(spark, data, path=data["test_path"]).frame
-        return Split(frame, test.dropDuplicates() if data["deduplicate"] else test, loaded)
+        return Split(frame, test.dropDuplicates() if data["deduplicate"] else test, loaded, data["positive_label"])
     frame = frame.persist(StorageLevel.MEMORY_AND_DISK)  # read (and de-duplicated) once for both parts
     train, test = frame.randomSplit([1.0 - data["test_fraction"], data["test_fraction"]], seed=data["seed"])
-    return Split(train, test, loaded)
+    return Split(train, test, loaded, data["positive_label"])
 
 
 def fit(split, model_config, warm_start_from=None):
@@ -75,12 +77,30 @@ def fit(split, model_config, warm_start_from=None):
     log.info("training on %d rows with %s", n_train, name)
     try:
         svm = estimator.fit(train)
+    except LabelCountError as exc:  # its fix is the estimators' (OneVsRest, StringIndexer): a job's is in [data]
+        raise ValueError(label_count_message(exc.found, split.positive_label)) from None
     finally:
         train.unpersist()
     done = time.perf_counter()
     timings = {"train_rows": n_train, "training_seconds": done - prepared, "features_seconds": prepared - start}
     svm.expansion.metadata.update(timings)  # saved with the model, for jobs/evaluate.py
     return PipelineModel(features.stages + [svm]), timings
+
+
+def label_count_message(found, positive_label):
+    """What a job says when its training rows hold the distinct labels ``found``, not two, with the [data] setting
+    to change: ``positive_label`` that matched no row (or every row), or is needed for more than two labels."""
+    if positive_label is not None:
+        which = "no" if found == [0.0] else "every"
+        return (f"[data] positive_label = {positive_label!r} equals {which} training row's label, so the rows hold "
+                "one class: give the positive class's label as the file writes it (KDD Cup 99's \"normal.\" ends "
+                "with a dot)")
+    if len(found) > 2:
+        shown = ", ".join(repr(v) for v in found[:10]) + (", ..." if len(found) > 10 else "")
+        return (f"the training rows hold {len(found)} labels ({shown}), and a job trains one model for two classes: "
+                "set [data] positive_label to the positive class's label (every other label becomes negative)")
+    return (f"every training row has the label {found[0]!r}: check that [data] label_column names the label "
+            "column, and that the file holds rows of both classes")
 
 
 def describe_run(config, timings, evaluation, pipeline_model):

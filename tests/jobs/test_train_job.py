@@ -42,6 +42,28 @@ def test_main_job_prunes_to_the_budget(spark, job_cwd, capsys):
     assert int(re.search(r"support vectors: (\d+)", capsys.readouterr().out).group(1)) == 30
 
 
+@pytest.mark.spark
+@pytest.mark.parametrize("overrides, message", [
+    (["data.positive_label=5"], "error: [data] positive_label = 5 equals no training row's label, so the rows hold "
+                                "one class: give the positive class's label as the file writes it"),
+    (["data.source=csv", "data.path={csv}"], "error: the training rows hold 3 labels (0.0, 1.0, 2.0), and a job "
+                                             "trains one model for two classes: set [data] positive_label to the "
+                                             "positive class's label (every other label becomes negative)\n"),
+    (["data.source=csv", "data.path={csv}", "data.label_column=0"],
+     "error: every training row has the label 1.0: check that [data] label_column names the label column"),
+], ids=["positive_label matching no row", "three labels", "a constant column as the label"])
+def test_labels_that_are_not_two_classes_name_the_data_setting_to_change(spark, job_cwd, tmp_path, capsys,
+                                                                         overrides, message):
+    """The estimators' fix for these (wrap the estimator in OneVsRest, index the labels with StringIndexer) is
+    none a job's user can apply, and a positive_label matching no row was reported as the labels [0.0]."""
+    csv = tmp_path / "three.csv"
+    csv.write_text("".join(f"1,{i / 10},{i % 3}\n" for i in range(60)))
+    args = [item for override in overrides for item in ("--set", override.format(csv=csv))]
+    assert cli.run(main, SMALL + args + ["--set", f"output.model={tmp_path}/model"]) == cli.EXIT_BAD_INPUT
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "model").exists()
+
+
 def test_main_job_defaults_to_the_quickstart_config_and_documents_every_option(capsys):
     assert DEFAULT_CONFIG.endswith("conf/quickstart.toml")
     with pytest.raises(SystemExit) as done:
