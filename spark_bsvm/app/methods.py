@@ -78,6 +78,7 @@ def build_estimator(name, params, features_col="features", label_col="label"):
     """A configured estimator of method ``name`` with ``params`` (Spark ML param names -> values;
     the raw ``[model.params]``, see ``method_params``)."""
     method = lookup(name)
+    own = params.get(name, {})
     params = method_params(name, params)
     estimator = method.estimator()
     fixed = sorted(set(params) & set(method.fixed))
@@ -88,7 +89,7 @@ def build_estimator(name, params, features_col="features", label_col="label"):
     unknown = sorted(set(params) - known)
     if unknown:
         raise ValueError(f"[model.params] {unknown} are not params of {method.estimator.__name__} (method "
-                         f"{name!r}); its params are {sorted(known)}")
+                         f"{name!r}){_shared_keys_hint(unknown, own)}; its params are {sorted(known)}")
     values = dict(params, **method.fixed, featuresCol=features_col, labelCol=label_col)
     for key, value in values.items():
         try:
@@ -97,6 +98,19 @@ def build_estimator(name, params, features_col="features", label_col="label"):
             raise ValueError(f"[model.params] {key} = {value!r} is not accepted by {method.estimator.__name__}: "
                              f"{exc}") from None
     return estimator
+
+
+def _shared_keys_hint(unknown, own):
+    """The fix for the ``unknown`` params that came from the plain ``[model.params]`` keys (not the method's own
+    table ``own``) and that another method takes: a config tuned for that method, switched with --set
+    model.method=..., gives them to every method."""
+    shared = [key for key in unknown if key not in own and any(
+        method.estimator().hasParam(key) for method in METHODS.values())]
+    if not shared:
+        return ""
+    takers = sorted(n for n, m in METHODS.items() if all(m.estimator().hasParam(key) for key in shared))
+    return (f": {shared} in the plain [model.params] go to every method; move them into [model.params.<method>] "
+            f"tables of the methods that take them ({', '.join(takers)})")
 
 
 def check_model(model_config):

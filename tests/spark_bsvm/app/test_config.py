@@ -110,7 +110,8 @@ def test_retrain_exit_codes_are_refused_outside_what_a_shell_sees(tmp_path, key,
 @pytest.mark.parametrize("method, params, message", [
     ("budget_l3", {}, r"unknown method 'budget_l3'; \[model\] method must be one of \['budget_l1'"),
     ("budget_l1", {"norm": "l2"}, r"\['norm'\] are fixed by method 'budget_l1'"),
-    ("csvc", {"budget": 5}, r"\['budget'\] are not params of CSVC \(method 'csvc'\); its params are"),
+    ("csvc", {"budget": 5}, r"\['budget'\] are not params of CSVC \(method 'csvc'\): .*\(budget_l1, budget_l2, ebsvm\); "
+                            r"its params are"),
     ("csvc", {"C": "lots"}, r"C = 'lots' is not accepted by CSVC"),
 ])
 def test_bad_method_params_name_the_problem(method, params, message):
@@ -151,6 +152,18 @@ def test_plain_keys_go_to_every_method_and_stray_tables_are_refused():
         build_estimator("spsvm", {"budget": 50, "C": 0.2})  # method-only params belong in its table
     with pytest.raises(ValueError, match=r"\[model.params.sp_svm\] is not a method; .* named after it: \['budget_l1'"):
         method_params("budget_l1", {"sp_svm": {"maxBasis": 5}})
+
+
+def test_a_plain_param_another_method_takes_is_refused_with_the_table_to_move_it_to():
+    """--set model.method=slant on the quick start's config: its plain gamma (the kernel of every other method;
+    the slant sparsifier's is its reference's) was refused with no word of where it could go."""
+    with pytest.raises(ValueError, match=r"\['gamma'\] are not params of SlantSparsifier \(method 'slant'\): "
+                                         r"\['gamma'\] in the plain \[model.params\] go to every method; move them "
+                                         r"into \[model.params.<method>\] tables of the methods that take them "
+                                         r"\(budget_l1, budget_l2, csvc, ebsvm, l0svm, spsvm\); its params are"):
+        build_estimator("slant", {"gamma": 0.05, "spsvm": {"maxBasis": 200}})
+    with pytest.raises(ValueError, match=r"\['maxBasiss'\] are not params of SpSVM \(method 'spsvm'\); its params"):
+        build_estimator("spsvm", {"maxBasiss": 200})  # a param of no method: a typo, no table to move it to
 
 
 def test_method_table_fixes_the_norm_and_sets_columns():
