@@ -158,8 +158,9 @@ def check_replaceable(path, kind, option):
     """A ValueError naming ``option`` when ``path`` exists and holds anything but ``kind`` (``SAVED_MODEL`` or
     ``SCORES``): the jobs replace those whole, and would delete a folder of data or other outputs given by
     mistake (``--output out/quickstart``, the folder of the model being scored); or when it lies under a file,
-    where the write would fail after the work.  Call it before any Spark job:
-    it reads only the filesystem's listing (any Hadoop filesystem)."""
+    where the write would fail after the work; or, for ``SCORES``, when its Parquet files hold columns other
+    than the scores' (Spark's Parquet data, the input itself, has the same file names).  Call it before any
+    Spark job: it reads the filesystem's listing (any Hadoop filesystem) and, for Parquet, the files' footers."""
     if not path:
         return
     names, what = kind
@@ -174,12 +175,30 @@ def check_replaceable(path, kind, option):
         return
     if not filesystem.getFileStatus(target).isDirectory():
         raise ValueError(f"{option} {path} is a file, not {what}: the job would replace it; give a new directory")
-    strays = sorted(entry.getPath().getName() for entry in filesystem.listStatus(target)
-                    if not names.fullmatch(entry.getPath().getName()))
+    listed = [entry.getPath().getName() for entry in filesystem.listStatus(target)]
+    strays = sorted(name for name in listed if not names.fullmatch(name))
     if strays:
         raise ValueError(f"{option} {path} holds {', '.join(strays[:5])}{', ...' if len(strays) > 5 else ''}, "
                          f"which is not {what}: the job replaces that directory whole and would delete them; "
                          "give a new directory")
+    if kind is SCORES and any(name.startswith("part-") for name in listed):
+        columns = _parquet_columns(path)
+        if "decision" not in columns or len(set(columns) - {"label", "decision"}) > 1:
+            raise ValueError(f"{option} {path} holds Parquet data of the columns {columns[:6]}"
+                             f"{' ...' if len(columns) > 6 else ''}, not {what} (label, prediction, decision): the "
+                             "job replaces that directory whole and would delete them; give a new directory")
+
+
+def _parquet_columns(path):
+    """The column names of the Parquet data at ``path``, read from its files' footers, or [] when Spark finds no
+    schema there (files that are not Parquet): no rows are read."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import SparkSession
+
+    try:
+        return SparkSession.active().read.parquet(path).columns
+    except AnalysisException:
+        return []
 
 
 def check_writable_files(output):

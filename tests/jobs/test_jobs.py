@@ -116,6 +116,20 @@ def test_predict_replaces_its_scores_but_refuses_a_directory_holding_anything_el
     assert PipelineModel.load(model).stages[-1].numSupportVectors > 0
 
 
+def test_predict_refuses_an_output_holding_spark_parquet_data_that_is_not_scores(spark, trained, capsys, tmp_path):
+    """--output naming the input's own Parquet folder (part files and _SUCCESS, as the scores' are) replaced the
+    user's rows with their scores, exit 0."""
+    args, model, _ = trained
+    rows = str(tmp_path / "rows.parquet")
+    spark.createDataFrame([(float(i), float(i % 2)) for i in range(6)], ["x0", "label"]).write.parquet(rows)
+    assert cli.run(predict.main, ["--config", train.DEFAULT_CONFIG, "--model", model, "--output", rows] + args
+                   ) == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err == (f"error: --output {rows} holds Parquet data of the columns ['x0', 'label'], "
+                                       "not scores written by jobs/predict.py (label, prediction, decision): the job "
+                                       "replaces that directory whole and would delete them; give a new directory\n")
+    assert spark.read.parquet(rows).columns == ["x0", "label"] and spark.read.parquet(rows).count() == 6
+
+
 def test_a_predict_run_failing_while_it_writes_keeps_the_scores_before(spark, trained, tmp_path, monkeypatch):
     """Spark's overwrite deleted the scores of the run before as its job started: a run whose write failed (a
     lost executor, a full disk, a kill) left none.  The new scores are written beside them and renamed into place
