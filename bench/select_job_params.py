@@ -45,7 +45,7 @@ def main(argv=None):
     n_train = split.train.count()
     sample = split.train.sample(fraction=min(1.0, 1.05 * args.rows / n_train), seed=1).limit(args.rows)
     fit_part, valid_part = sample.randomSplit([1.0 - args.valid_fraction, args.valid_fraction], seed=2)
-    selection = training_run.Split(fit_part.cache(), valid_part.cache(), split.loaded)
+    selection = training_run.Split(fit_part.cache(), valid_part.cache(), split.loaded, split.positive_label)
     rows = []
     for values in itertools.product(*grid.values()):
         model_config = copy.deepcopy(config["model"])
