@@ -214,6 +214,9 @@ def _check_values(config, source):
         raise ConfigError(f"{source}: [data] test_path = {data['test_path']!r} names a file to read, and source "
                           f"{data['source']!r} generates its rows (test_fraction holds out the test part): remove "
                           "test_path, or set source to the format of your files")
+    if data["source"] == "csv" and not isinstance(data["label_column"], int):  # a csv file is read without header
+        raise ConfigError(f"{source}: [data] label_column = {data['label_column']!r} names a column, and csv files are "
+                          "read without a header line: give the label's position (0 = first, -1 = last)")
     if not data["separator"]:  # --set data.separator=<a space> reads as empty: --set's values are stripped
         raise ConfigError(f"{source}: [data] separator is empty; give a space or a tab quoted, as TOML reads it: "
                           "--set 'data.separator=\" \"' or --set 'data.separator=\"\\t\"'")

@@ -64,6 +64,9 @@ def test_an_override_of_a_text_key_keeps_a_date_or_number_as_written(tmp_path):
     (BASE, ["data.deduplicate=3"], r"deduplicate = 3 has the wrong type; expected bool"),
     (BASE, ["data.source=parqet"], r"\[data\] source 'parqet' is unknown; use one of \['csv', 'forest_synthetic'"),
     (BASE, ["data.scale=log"], r"scale must be none, minmax or standard, got 'log'"),
+    (BASE, ["data.source=csv", "data.label_column=label"], r"\[data\] label_column = 'label' names a column, and csv "
+                                                           r"files are read without a header line: give the label's "
+                                                           r"position \(0 = first, -1 = last\)"),
     (BASE, ["data.separator= "], r"\[data\] separator is empty; give a space or a tab quoted, as TOML reads it: "
                                  r"--set 'data.separator=\" \"' or --set 'data.separator=\"\\t\"'"),
     (BASE, ["output.plot_rows=0"], r"\[output\] plot_rows must be >= 1, got 0"),
@@ -110,8 +113,8 @@ def test_retrain_exit_codes_are_refused_outside_what_a_shell_sees(tmp_path, key,
 @pytest.mark.parametrize("method, params, message", [
     ("budget_l3", {}, r"unknown method 'budget_l3'; \[model\] method must be one of \['budget_l1'"),
     ("budget_l1", {"norm": "l2"}, r"\['norm'\] are fixed by method 'budget_l1'"),
-    ("csvc", {"budget": 5}, r"\['budget'\] are not params of CSVC \(method 'csvc'\): .*\(budget_l1, budget_l2, ebsvm\); "
-                            r"its params are"),
+    ("csvc", {"budget": 5}, r"\['budget'\] are not params of CSVC \(method 'csvc'\): "
+                            r".*\(budget_l1, budget_l2, ebsvm\); its params are"),
     ("csvc", {"C": "lots"}, r"C = 'lots' is not accepted by CSVC"),
 ])
 def test_bad_method_params_name_the_problem(method, params, message):
