@@ -137,9 +137,9 @@ def balanced(prepared, partition_rows, n_partitions):
     shuffle; data that is already even (one file per slot, say) is read as it is.  The counts come from
     the checks' pass over the data: deciding costs no extra pass.
 
-    Not seen here: empty partitions after the last non-empty one (no row names them), so an input whose
-    partitions ``0 .. n_partitions - 1`` are even and whose further ones are all empty is read as it is,
-    with those extra tasks; and partitions that the stage's own plan merges from others (a ``coalesce``),
+    Not seen here: empty partitions after the last non-empty one (no row names them), which the callers
+    find where the plan fixes its partitions (``fixed_partitions``; under Spark Connect such an input is read
+    as it is, with those extra tasks); and partitions that the stage's own plan merges from others (a ``coalesce``),
     which Spark refuses under a barrier stage even at the wanted count: ``TrainingData.run_stage`` deals
     those again when Spark refuses the stage.
     """
@@ -492,8 +492,23 @@ def _checked_frame(prepared, tasks, names):
     """(the ``DataSummary`` of the ``prepared`` training data, checked by its Spark job
     (``check_training_data``; ``names``: the features, label and weight columns the errors name), the
     DataFrame the stage reads: ``prepared`` dealt into the stage's partitions (``balanced``)."""
-    summary = check_training_data(prepared, *names)
-    return summary, balanced(prepared, summary.partition_rows, _task_count(summary, tasks))
+    summary = check_training_data(_counted_in_partitions(prepared), *names)
+    n_partitions = _task_count(summary, tasks)
+    frame = balanced(prepared, summary.partition_rows, n_partitions)
+    if frame is prepared and not is_connect(prepared.sparkSession) and fixed_partitions(prepared) not in (
+            None, n_partitions):  # empty partitions after the last row: tasks beyond the slots the fit holds
+        frame = dealt_again(prepared, summary.partition_rows, n_partitions)
+    return summary, frame
+
+
+def _counted_in_partitions(prepared):
+    """``prepared`` for the checks' job, whose rows must be counted by the partitions the stage reads.  Over a
+    local relation (Spark Connect's ``createDataFrame`` of local rows, a ``VALUES`` clause) Spark's optimizer
+    computes a projection once, on the driver, as partition 0 (``ConvertToLocalRelation``): every row would
+    count as partition 0's, while the stage reads ``spark.default.parallelism`` partitions, and a fit of
+    fewer tasks failed its barrier stage.  A sample of fraction 1 keeps every row, and the projection in the
+    partitions."""
+    return prepared.sample(fraction=1.0, seed=0)
 
 
 PYTHON_WORKER_ERROR = "An exception was thrown from the Python worker:"  # Spark's words before a task's traceback

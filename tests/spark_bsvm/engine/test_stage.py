@@ -89,6 +89,15 @@ def test_even_input_is_read_as_it_is_and_tiny_input_still_fills_every_task(spark
     assert partition_sizes(TrainingData(tiny).frame) == [1, 1]
 
 
+def test_empty_partitions_after_the_last_row_are_dealt_away(spark, rings):
+    """[200, 200, 0] for 2 tasks: the checks' job finds partitions 0 and 1 even (no row names partition 2), but
+    the plan fixes 3; read as it was, the barrier stage needed 3 task slots of local[2]'s 2 and waited for them
+    until Spark gave up."""
+    X, y = rings
+    frame = TrainingData(contiguous_frame(spark, X, y, sizes=[200, 200, 0]), num_partitions=2).frame
+    assert frame.rdd.getNumPartitions() == 2 and sum(partition_sizes(frame)) == 400
+
+
 def test_rows_a_round_robin_of_the_caller_left_in_one_partition_are_dealt_into_every_task(spark, rings):
     """Two rows that the caller's ``repartition(2)`` put in one partition: dealt again, they fill both tasks (Spark's
     optimizer merged the deal into the caller's round robin, which dealt them into one partition again, and the

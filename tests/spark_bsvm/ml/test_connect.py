@@ -12,6 +12,7 @@ from pyspark.ml.functions import vector_to_array
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
 from core.spsvm import fit_spsvm
+from core.svc import fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm import CSVC, BSVMModel, BudgetSVM, ElasticBudgetSVM, L0SVM, SlantSparsifier, SpSVM
 from tests.conftest import contiguous_frame
@@ -91,6 +92,21 @@ def test_a_pipeline_fits_saves_loads_and_transforms_under_connect(connect_spark,
     got = loaded.transform(columns).select(vector_to_array("rawPrediction")[1].alias("f")).collect()
     np.testing.assert_allclose(sorted(row.f for row in got), sorted(expected), rtol=0, atol=1e-9)
     assert loaded.stages[-1].numSupportVectors == fitted.stages[-1].numSupportVectors
+
+
+def test_local_rows_fit_in_fewer_tasks_than_their_partitions_under_connect(connect_spark, rings):
+    """``createDataFrame`` of local rows (a local relation, read in 2 partitions) fitted in 1 task: the checks'
+    job counted every row as partition 0's (Spark's optimizer computes a projection of a local relation on the
+    driver), so the rows were not dealt into 1 partition, and the barrier stage of 2 tasks failed its
+    coordinator's count of 1 after 15 restarts."""
+    from pyspark.ml.linalg import Vectors
+
+    X, labels = rings
+    frame = connect_spark.createDataFrame([(Vectors.dense(x), float(label)) for x, label in zip(X, labels)],
+                                          ["features", "label"])
+    model = CSVC(C=1.0, gamma=0.5, numPartitions=1, maxStageRestarts=0).fit(frame)
+    local = fit_csvc(LocalEngine(X, labels, n_partitions=1), C=1.0, kernel=KernelSpec("rbf", gamma=0.5))
+    np.testing.assert_allclose(model.expansion.decision_function(X), local.decision_function(X), atol=1e-2)
 
 
 def test_bad_vectors_are_named_under_connect(connect_spark):
