@@ -142,14 +142,16 @@ class KernelSpec:
     def for_data(self, engine):
         """This spec with ``gamma="scale"`` replaced by the value for ``engine``'s training data
         (``engine.scale_gamma``); the spec itself when its gamma is a number.  A ValueError where that value is
-        no positive finite number: feature values so large that their variance overflows a double."""
+        no positive finite number: feature values so small (about 1e-155) that the inverse of their variance
+        overflows a double (values large enough to overflow the variance itself are refused with the rows,
+        ``core.rows.LARGEST_FEATURE``)."""
         if self.gamma != SCALE:
             return self
         if not 0.0 < engine.scale_gamma < np.inf:
-            raise ValueError(f"gamma='scale' is 1 / (n_features x the variance of the feature values), and that "
-                             f"variance overflows a double on these rows (gamma {engine.scale_gamma}: feature values "
-                             "of magnitude 1e154 or more); scale the features (pyspark.ml.feature.StandardScaler, "
-                             "MinMaxScaler) or set gamma to a number")
+            raise ValueError(f"gamma='scale' is 1 / (n_features x the variance of the feature values), and on these "
+                             f"rows that is no finite number (gamma {engine.scale_gamma}: feature values of magnitude "
+                             "about 1e-155); scale the features (pyspark.ml.feature.StandardScaler, MinMaxScaler) or "
+                             "set gamma to a number")
         return replace(self, gamma=engine.scale_gamma)
 
     def to_dict(self):

@@ -580,17 +580,18 @@ def test_gamma_scale_is_scikit_learns():
     assert scale_gamma(3, feature_variance(np.full((4, 3), 2.5))) == 1.0  # constant features, as scikit-learn
 
 
-def test_gamma_scale_names_a_variance_that_overflows():
-    """Feature values near 1e155: their variance overflows, so gamma='scale' has no number; the fit said "gamma must
-    be a positive finite number, got 0.0" (nan on Spark) of a gamma the caller never set."""
+def test_gamma_scale_names_a_variance_whose_inverse_overflows():
+    """Feature values near 1e-156: the inverse of their variance overflows, so gamma='scale' has no number; the fit
+    said "gamma must be a positive finite number, got inf" of a gamma the caller never set.  (Values near 1e155,
+    whose variance itself overflows, are refused with the rows: ``core.rows.LARGEST_FEATURE``.)"""
     from core.engine import LocalEngine
     from core.svc import fit_csvc
 
     X, y = _scale_data()
     with pytest.raises(ValueError, match=r"^gamma='scale' is 1 / \(n_features x the variance of the feature values\), "
-                                         r"and that variance overflows a double on these rows \(gamma 0.0: "):
-        fit_csvc(LocalEngine(X * 1e155, y), kernel=KernelSpec("rbf", gamma="scale"))
-    assert KernelSpec("rbf", gamma=0.5).for_data(LocalEngine(X * 1e155, y)) == KernelSpec("rbf", gamma=0.5)
+                                         r"and on these rows that is no finite number \(gamma inf: "):
+        fit_csvc(LocalEngine(X * 1e-156, y), kernel=KernelSpec("rbf", gamma="scale"))
+    assert KernelSpec("rbf", gamma=0.5).for_data(LocalEngine(X * 1e-156, y)) == KernelSpec("rbf", gamma=0.5)
 
 
 def test_a_fit_with_gamma_scale_records_the_number_it_used():
