@@ -41,7 +41,7 @@ def main(argv=None):
     rows = loaders.load(spark, data, path=args.input, labelled=False).frame
     scored = report.transformed(model, rows).select(
         *(["label"] if "label" in rows.columns else []), svm.getPredictionCol(),
-        F.element_at(vector_to_array(svm.getRawPredictionCol()), 2).alias("decision"))
+        F.element_at(vector_to_array(svm.getRawPredictionCol()), 2).alias(training_run.DECISION_COLUMN))
     training_run.replaced_whole(args.output, scored.write.parquet)  # a failed or killed run keeps the scores before
     print(f"{spark.read.parquet(args.output).count()} rows scored by {path} written to {args.output}")
     return cli.EXIT_OK

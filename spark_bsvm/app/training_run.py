@@ -27,6 +27,7 @@ log = logging.getLogger("spark_bsvm")
 SAVED_MODEL = (re.compile(r"metadata|stages"), "a model saved by jobs/train.py")
 SCORES = (re.compile(r"part-.*|\..*\.crc|_SUCCESS|_committed_.*|_started_.*|_temporary"),
           "scores written by jobs/predict.py")
+DECISION_COLUMN = "decision"  # f(x) in the scores, beside the label (when the rows have one) and the prediction
 # the files of [output] as the shipped configs name them, for the example in a message
 OUTPUT_FILE_NAMES = {"report": "report.json", "plot": "error_vs_support.png"}
 
@@ -183,7 +184,7 @@ def check_replaceable(path, kind, option):
                          "give a new directory")
     if kind is SCORES and any(name.startswith("part-") for name in listed):
         columns = _parquet_columns(path)
-        if "decision" not in columns or len(set(columns) - {"label", "decision"}) > 1:
+        if DECISION_COLUMN not in columns or len(set(columns) - {"label", DECISION_COLUMN}) > 1:
             raise ValueError(f"{option} {path} holds Parquet data of the columns {columns[:6]}"
                              f"{' ...' if len(columns) > 6 else ''}, not {what} (label, prediction, decision): the "
                              "job replaces that directory whole and would delete them; give a new directory")
