@@ -70,7 +70,13 @@ order, as one s_j at a time): on 200,000 Forest-shaped rows (12 of 54
 entries) with B = 500, the fit's steps took 0.71-0.89 s with one entry a
 pass against 2.59-3.67 s with one s_j at a time, and 0.60-0.67 s four
 entries a pass against 0.65-0.67 s one (``LocalEngine``, throw-away timings
-in alternating processes).
+in alternating processes).  CSR rows of many features (text, hashed features:
+a million of them, tens stored a row) would make those columns gigabytes,
+and clearing a column for the row stepped on a pass over every feature:
+there the driver holds each s_j's stored entries (``_SparseSupportBuffer``)
+and sums x_i . s_j over them, x_i scattered into a vector of the features;
+both sums add the products of the features x_i and s_j share, in the
+features' order (the others add x 0.0), so both stores give the same bits.
 """
 
 import copy
@@ -86,7 +92,7 @@ from core.model import KernelExpansion
 from core.partition.ebsvm import ebsvm_batch, ebsvm_describe
 from core.partition.validation import validate_expansion
 from core.progress import Progress
-from core.rows import as_rows, is_sparse, squared_norms, stack_rows, take_rows, to_csr
+from core.rows import as_rows, csr_from_arrays, is_sparse, squared_norms, stack_rows, take_rows, to_csr
 from core.selection import check_selection, summed, validation_record
 from core.threads import one_blas_thread
 from core.validation import check_integer, check_positive
@@ -97,6 +103,8 @@ log = logging.getLogger("spark_bsvm")
 _T, _N_SV, _HITS, _REMOVED, _AVG_FROM = range(5)  # int64: step, |S|, margin hits, removals, first averaged step
 _THETA, _H, _H_FLUSHED = range(3)  # float64: theta, sum of 1/s over averaged steps so far, that sum at the last flush
 _BUFFER_ARRAYS = ("columns", "sq_norms", "beta", "acc", "ids", "born")
+# dense values of the support vectors' columns, p x (B + 1), from which CSR rows are held by their entries
+_SPARSE_SUPPORT_VALUES = 1 << 23
 
 
 class _SupportBuffer:
@@ -104,8 +112,9 @@ class _SupportBuffer:
     read each feature of every s_j contiguously), beta_j, the running sums of a_j, ids, the step that added
     each."""
 
-    def __init__(self, capacity, n_features):
-        self.columns = np.zeros((n_features, capacity))
+    def __init__(self, capacity, n_features, columns=None):
+        self.n_features = n_features
+        self.columns = np.zeros((n_features, capacity)) if columns is None else columns
         self.sq_norms = np.zeros(capacity)
         self.beta = np.zeros(capacity)
         self.acc = np.zeros(capacity)
@@ -123,6 +132,71 @@ class _SupportBuffer:
             new[..., :n] = old[..., :n]
             setattr(self, name, new)
 
+    def steps(self, csr, x_sq, y, weight, ids, counters, reals, *settings):
+        """``_steps`` on every row of the CSR batch (its squared norms, labels, weights and ids; the learner's
+        ``counters``, ``reals`` and ``settings``: lambda, B, eta_theta and the kernel's), the buffer grown
+        whenever it fills."""
+        done = 0
+        while done < y.shape[0]:
+            done = _steps(csr.data, csr.indices, csr.indptr, x_sq, y, weight, ids, done, *self.arrays(), counters,
+                          reals, *settings)
+            if done < y.shape[0]:
+                self.grow(counters[_N_SV])
+
+    def rows(self, order):
+        """The rows of the support vectors ``order``, a dense block."""
+        return np.ascontiguousarray(self.columns[:, order].T)
+
+
+class _SparseSupportBuffer(_SupportBuffer):
+    """S held by the stored entries of its CSR rows: s_j's are ``data[a:a + l]`` at features ``indices[a:a + l]``,
+    (a, l) = ``columns[:, j]`` (the dense store's columns array, which ``_remove_smallest`` and ``grow`` move
+    alike); entries of support vectors removed stay in place until the pool fills, and are then dropped
+    (``_make_room``).  ``scattered``: the row stepped on, as a vector of the features (0 elsewhere)."""
+
+    def __init__(self, capacity, n_features):
+        super().__init__(capacity, n_features, np.zeros((2, capacity), np.int64))
+        self.data, self.indices = np.zeros(16 * capacity), np.zeros(16 * capacity, np.int32)
+        self.end = np.zeros(1, np.int64)  # the pool's entries in use: data[:end[0]]
+        self.scattered = np.zeros(n_features)
+
+    def steps(self, csr, x_sq, y, weight, ids, counters, reals, *settings):
+        done = 0
+        while done < y.shape[0]:
+            done = _sparse_steps(csr.data, csr.indices, csr.indptr, x_sq, y, weight, ids, done, self.scattered,
+                                 self.data, self.indices, self.end, *self.arrays(), counters, reals, *settings)
+            if done == y.shape[0]:
+                break
+            if counters[_N_SV] == self.beta.shape[0]:
+                self.grow(counters[_N_SV])
+            else:
+                self._make_room(counters[_N_SV], csr.indptr[done + 1] - csr.indptr[done])
+
+    def _make_room(self, n, entries):
+        """Room in the pool for a row of ``entries`` more: the entries of the ``n`` support vectors moved to its
+        front, in a pool twice as large when that leaves less than half of it free."""
+        starts, lengths = self.columns[0, :n], self.columns[1, :n]
+        live = int(lengths.sum())
+        size = self.data.size if 2 * (live + entries) <= self.data.size else 2 * (live + entries)
+        at = _pool_places(starts, lengths)
+        data, indices = np.zeros(size), np.zeros(size, np.int32)
+        data[:live], indices[:live] = self.data[at], self.indices[at]
+        self.columns[0, :n] = np.cumsum(lengths) - lengths
+        self.data, self.indices, self.end[0] = data, indices, live
+
+    def rows(self, order):
+        """The rows of the support vectors ``order``, a CSR block."""
+        starts, lengths = self.columns[0, order], self.columns[1, order]
+        at = _pool_places(starts, lengths)
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        return as_rows(csr_from_arrays(self.data[at], self.indices[at], indptr, (order.size, self.n_features)))
+
+
+def _pool_places(starts, lengths):
+    """The places in the pool of the entries of the spans (start, length) one after the other."""
+    ends = np.cumsum(lengths)
+    return np.repeat(starts - ends + lengths, lengths) + np.arange(ends[-1] if ends.size else 0)
+
 
 class EBSVMLearner:
     """The sequential part of EBSVM: one step per example, in the order the examples are given.
@@ -134,26 +208,31 @@ class EBSVMLearner:
     def __init__(self, n_features, *, budget, lam, kernel, eta_theta=1.0, average_fraction=0.1, total_steps):
         self.budget, self.lam, self.kernel, self.eta_theta = budget, lam, kernel, eta_theta
         self.n_averaged = int(np.ceil(average_fraction * total_steps))
-        self.buffer = _SupportBuffer(budget + 1, n_features)
+        self.n_features = n_features
+        self.buffer = None  # a store of S for the rows' kind, at the first steps (``_buffer_for``)
         self.counters = np.array([0, 0, 0, 0, total_steps - self.n_averaged + 1], np.int64)
         self.reals = np.zeros(3)
         self.sparse_input = False
 
     def steps(self, rows, y, weight, ids):
         """One step per row (dense or CSR block) with labels +-1, weights and unique ids, in order."""
-        rows = as_rows(rows, n_features=self.buffer.columns.shape[0])
+        rows = as_rows(rows, n_features=self.n_features)
         self.sparse_input = self.sparse_input or is_sparse(rows)
+        if self.buffer is None:
+            self.buffer = self._buffer_for(rows)
         x_sq = squared_norms(rows)
-        csr = to_csr(rows)
         kernel = (self.kernel.code, self.kernel.gamma, self.kernel.coef0, self.kernel.degree)
         y, weight, ids = (np.ascontiguousarray(v, dtype) for v, dtype in
                           ((y, np.float64), (weight, np.float64), (ids, np.int64)))
-        done = 0
-        while done < len(y):
-            done = _steps(csr.data, csr.indices, csr.indptr, x_sq, y, weight, ids, done, *self.buffer.arrays(),
-                          self.counters, self.reals, self.lam, self.budget, self.eta_theta, *kernel)
-            if done < len(y):
-                self.buffer.grow(self.counters[_N_SV])
+        self.buffer.steps(to_csr(rows), x_sq, y, weight, ids, self.counters, self.reals, self.lam, self.budget,
+                          self.eta_theta, *kernel)
+
+    def _buffer_for(self, rows):
+        """An empty store of S, of B + 1 support vectors: by their stored entries for CSR rows whose dense columns
+        would hold at least ``_SPARSE_SUPPORT_VALUES`` values, else as dense columns."""
+        capacity = self.budget + 1
+        wide = is_sparse(rows) and self.n_features * capacity >= _SPARSE_SUPPORT_VALUES
+        return (_SparseSupportBuffer if wide else _SupportBuffer)(capacity, self.n_features)
 
     def progress(self):
         """(steps, |S|, theta, margin hits, removals) so far."""
@@ -166,13 +245,15 @@ class EBSVMLearner:
         a is the average or the last iterate (see the module doc); support
         vectors are sorted by id; ``metadata`` is extended with the run's record.
         """
+        if self.buffer is None:
+            self.buffer = _SupportBuffer(self.budget + 1, self.n_features)
         buffer, counters = self.buffer, self.counters
         while counters[_N_SV] > self.budget:  # the final projection onto f(theta) <= B
             _remove_smallest(*buffer.arrays(), counters, np.inf)
         _flush_averages(buffer.beta, buffer.acc, counters, self.reals, self.lam)
         n, steps = int(counters[_N_SV]), int(counters[_T])
         order = np.argsort(buffer.ids[:n], kind="stable")
-        rows = np.ascontiguousarray(buffer.columns[:, order].T)
+        rows = buffer.rows(order)
         if self.sparse_input:
             rows = to_csr(rows)
         if self.n_averaged > 0:
@@ -181,7 +262,7 @@ class EBSVMLearner:
             coef = buffer.beta[:n][order] / (self.lam * max(1, steps))
         steps, _, theta, hits, removed = self.progress()
         meta = dict(metadata, steps=steps, theta=theta, margin_hits=hits, removals=removed)
-        return KernelExpansion(rows, coef, 0.0, self.kernel, list(classes), buffer.columns.shape[0], meta,
+        return KernelExpansion(rows, coef, 0.0, self.kernel, list(classes), self.n_features, meta,
                                buffer.ids[:n][order])
 
 
@@ -305,7 +386,8 @@ def _check_args(budget, lam, kernel, epochs, batch_size, eta_theta, average_frac
 
 # One EBSVM step per example (the algorithm of the module doc), with a_j = beta_j / (lambda t):
 #   k_j = K(x_i, s_j) for j in S, and k_i = K(x_i, x_i) (x_i sits in the buffer's next free slot); the dot
-#   products x_i . s_j summed in the order of x_i's entries, four of them a pass over every s_j's sum
+#   products x_i . s_j summed in the order of x_i's entries, four of them a pass over every s_j's sum (dense
+#   columns), or in the order of s_j's entries (a store by entries): the same products in the same order
 #   m = y_i sum_j beta_j k_j / (lambda (t - 1))                      (0 at t = 1: S is empty)
 #   if m < 1: beta_j += y_i w_i k_j for j in S and for x_i (which joins S when absent)
 #   theta <- max(0, theta - eta_theta / (lambda t) (B - |S|))        eq. 3
@@ -315,45 +397,88 @@ def _check_args(budget, lam, kernel, epochs, batch_size, eta_theta, average_frac
 @numba.njit(**NJIT)
 def _steps(data, indices, indptr, x_sq, y, weight, ids, first, sv_columns, sv_sq, beta, acc, sv_ids, born, counters,
            reals, lam, budget, eta_theta, code, gamma, coef0, degree):
-    """Steps on rows first.. of a CSR batch; returns the row it stopped at (all rows, or the buffer is full)."""
+    """Steps on rows first.. of a CSR batch, S as dense columns (``_SupportBuffer``); returns the row it stopped
+    at (all rows, or the buffer is full)."""
     capacity = beta.shape[0]
     k = np.empty(capacity)
     for i in range(first, y.shape[0]):
-        n, t = counters[_N_SV], counters[_T] + 1
+        n = counters[_N_SV]
         if n == capacity:
             return i  # the caller grows the buffer and calls again from this row
         for feature in range(sv_columns.shape[0]):
             sv_columns[feature, n] = 0.0
         for q in range(indptr[i], indptr[i + 1]):
             sv_columns[indices[q], n] = data[q]
-        sv_sq[n] = x_sq[i]
-        own, f = n, 0.0
         for j in range(n + 1):
             k[j] = 0.0
         # the sums of ``core.kernels._csr_dots``, into k itself (its new tile per call, on a strided view of the
         # buffer, made the steps 1.3x longer)
         add_entries_times_rows(k[:n + 1], data, indices, indptr[i], indptr[i + 1], sv_columns)
-        finish_tile(code, k[:n + 1].reshape((1, n + 1)), x_sq[i:i + 1], sv_sq[:n + 1], gamma, coef0, degree)
-        for j in range(n):
-            f += beta[j] * k[j]
-            if sv_ids[j] == ids[i]:
-                own = j
-        margin = y[i] * f / (lam * (t - 1)) if n > 0 else 0.0
-        if margin < 1.0:
-            _flush_averages(beta, acc, counters, reals, lam)
-            step = y[i] * weight[i]
-            for j in range(n):
-                beta[j] += step * k[j]
-            if own == n:  # x_i joins S with the coefficient of its own gradient
-                beta[n], acc[n], sv_ids[n], born[n] = step * k[n], 0.0, ids[i], t
-                counters[_N_SV] = n + 1
-            counters[_HITS] += 1
-        counters[_T] = t
-        reals[_THETA] = max(0.0, reals[_THETA] - eta_theta / (lam * t) * (budget - counters[_N_SV]))
-        _remove_smallest(sv_columns, sv_sq, beta, acc, sv_ids, born, counters, reals[_THETA] * lam * t)
-        if t >= counters[_AVG_FROM]:
-            reals[_H] += 1.0 / t
+        _step(k, i, x_sq, y, weight, ids, sv_columns, sv_sq, beta, acc, sv_ids, born, counters, reals, lam, budget,
+              eta_theta, code, gamma, coef0, degree)
     return y.shape[0]
+
+
+@numba.njit(**NJIT)
+def _sparse_steps(data, indices, indptr, x_sq, y, weight, ids, first, scattered, sv_data, sv_indices, end, spans,
+                  sv_sq, beta, acc, sv_ids, born, counters, reals, lam, budget, eta_theta, code, gamma, coef0, degree):
+    """Steps on rows first.. of a CSR batch, S by its entries (``_SparseSupportBuffer``: ``spans`` its columns);
+    returns the row it stopped at (all rows, or the buffer or its pool of entries is full).  x_i's entries go
+    to the pool's free end, where they stay when x_i joins S."""
+    capacity = beta.shape[0]
+    k = np.empty(capacity)
+    for i in range(first, y.shape[0]):
+        n, lo, hi = counters[_N_SV], indptr[i], indptr[i + 1]
+        if n == capacity or end[0] + hi - lo > sv_data.shape[0]:
+            return i  # the caller makes room and calls again from this row
+        spans[0, n], spans[1, n] = end[0], hi - lo
+        for q in range(lo, hi):
+            sv_data[end[0] + q - lo], sv_indices[end[0] + q - lo] = data[q], indices[q]
+            scattered[indices[q]] = data[q]
+        for j in range(n + 1):  # the products of the features x_i and s_j share, in the features' order
+            total = 0.0
+            for e in range(spans[0, j], spans[0, j] + spans[1, j]):
+                total += sv_data[e] * scattered[sv_indices[e]]
+            k[j] = total
+        for q in range(lo, hi):
+            scattered[indices[q]] = 0.0
+        if _step(k, i, x_sq, y, weight, ids, spans, sv_sq, beta, acc, sv_ids, born, counters, reals, lam, budget,
+                 eta_theta, code, gamma, coef0, degree):
+            end[0] += hi - lo
+    return y.shape[0]
+
+
+@numba.njit(**NJIT)
+def _step(k, i, x_sq, y, weight, ids, sv_columns, sv_sq, beta, acc, sv_ids, born, counters, reals, lam, budget,
+          eta_theta, code, gamma, coef0, degree):
+    """One step on example i of a batch (its squared norm, label, weight and id), whose row sits in S's next free
+    slot n, ``k[:n + 1]`` its dot products with s_0..s_(n-1) and itself; True when it joined S."""
+    n, t = counters[_N_SV], counters[_T] + 1
+    sv_sq[n] = x_sq[i]
+    finish_tile(code, k[:n + 1].reshape((1, n + 1)), x_sq[i:i + 1], sv_sq[:n + 1], gamma, coef0, degree)
+    own, f = n, 0.0
+    for j in range(n):
+        f += beta[j] * k[j]
+        if sv_ids[j] == ids[i]:
+            own = j
+    margin = y[i] * f / (lam * (t - 1)) if n > 0 else 0.0
+    joined = False
+    if margin < 1.0:
+        _flush_averages(beta, acc, counters, reals, lam)
+        step = y[i] * weight[i]
+        for j in range(n):
+            beta[j] += step * k[j]
+        if own == n:  # x_i joins S with the coefficient of its own gradient
+            beta[n], acc[n], sv_ids[n], born[n] = step * k[n], 0.0, ids[i], t
+            counters[_N_SV] = n + 1
+            joined = True
+        counters[_HITS] += 1
+    counters[_T] = t
+    reals[_THETA] = max(0.0, reals[_THETA] - eta_theta / (lam * t) * (budget - counters[_N_SV]))
+    _remove_smallest(sv_columns, sv_sq, beta, acc, sv_ids, born, counters, reals[_THETA] * lam * t)
+    if t >= counters[_AVG_FROM]:
+        reals[_H] += 1.0 / t
+    return joined
 
 
 @numba.njit(**NJIT)

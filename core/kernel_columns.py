@@ -16,12 +16,13 @@ import numpy as np
 
 from core.config import NJIT
 from core.kernels import kernel_rows_from_transposed, kernel_rows_into
-from core.rows import is_dense_block, n_rows, squared_norms, stack_rows, take_rows, to_dense, transposed_rows
+from core.rows import (as_rows, csr_from_arrays, is_dense_block, is_sparse, n_rows, squared_norms, stack_rows, take_rows,
+                       to_csr, to_dense, transposed_rows)
 
 
 class KernelColumns:
-    """K(X, z) for examples z named by keys, stored transposed: ``K[column, :n]`` holds one, ``Z[column]``
-    its example's row (dense).
+    """K(X, z) for examples z named by keys, stored transposed: ``K[column, :n]`` holds one, ``Z.take([column])``
+    its example's row (``_DenseRows`` for dense X, ``_SparseRows`` for CSR X).
 
     ``rows``: the block X, to which ``add_rows`` appends (``sq_norms``: its squared row norms, when known);
     ``spec``: the kernel.  The columns take at most ``limit_bytes`` (at least ``min_columns`` of them),
@@ -37,7 +38,7 @@ class KernelColumns:
         self.n = n_rows(rows)
         self.rows_t = transposed_rows(rows, self.limit_bytes)
         self.K = np.empty((self._most(self.n), self.n))  # its pages are touched as columns come
-        self.Z = np.empty((self.K.shape[0], rows.shape[1]))
+        self.Z = (_SparseRows if is_sparse(rows) else _DenseRows)(self.K.shape[0], rows.shape[1])
         self.z_sq_norms = np.empty(self.K.shape[0])
         self.column_of = {}  # key -> row of K
         self.key_at = np.full(self.K.shape[0], -1, np.int64)  # row of K -> key (-1: free)
@@ -72,7 +73,7 @@ class KernelColumns:
             self._resize(keep, max(self._most(width), keep.size), width, old)
         kept = np.flatnonzero(self.key_at >= 0)
         if kept.size:
-            kernel_rows_into(self.K, kept, old, rows, self.Z[kept], self.spec, x_sq_norms=self.sq_norms[old:],
+            kernel_rows_into(self.K, kept, old, rows, self.Z.take(kept), self.spec, x_sq_norms=self.sq_norms[old:],
                              z_sq_norms=self.z_sq_norms[kept])
 
     def _append(self, rows):
@@ -103,9 +104,9 @@ class KernelColumns:
 
     def _resize(self, keep, columns, width, filled):
         """``K`` of ``columns`` x ``width``, with the columns ``keep`` (their first ``filled`` values) first."""
-        K, Z, z_sq_norms = np.empty((columns, width)), np.empty((columns, self.Z.shape[1])), np.empty(columns)
-        K[:keep.size, :filled], Z[:keep.size], z_sq_norms[:keep.size] = self.K[keep, :filled], self.Z[keep], \
-            self.z_sq_norms[keep]
+        K, z_sq_norms = np.empty((columns, width)), np.empty(columns)
+        K[:keep.size, :filled], z_sq_norms[:keep.size] = self.K[keep, :filled], self.z_sq_norms[keep]
+        Z = self.Z.resized(keep, columns)
         key_at = np.full(columns, -1, np.int64)
         key_at[:keep.size] = self.key_at[keep]
         used = np.zeros(columns, np.int64)
@@ -131,7 +132,8 @@ class KernelColumns:
         if fresh:
             columns, Z = at[fresh], rows_of(fresh)
             z_sq_norms = squared_norms(Z)
-            self.Z[columns], self.z_sq_norms[columns] = to_dense(Z), z_sq_norms
+            self.Z.put(columns, Z)
+            self.z_sq_norms[columns] = z_sq_norms
             if self.rows_t is not None and is_dense_block(Z):  # arguments right by construction: no checks
                 kernel_rows_from_transposed(self.K, columns, 0, self.rows_t, self.sq_norms, Z, z_sq_norms, self.spec)
             else:
@@ -157,6 +159,60 @@ class KernelColumns:
         size = self.K.shape[0]
         self._resize(np.arange(size), 2 * size, self.K.shape[1], self.n)
         return size
+
+
+class _DenseRows:
+    """The examples' rows of a store of dense X: row c of one (columns, p) array, the example of column c."""
+
+    def __init__(self, columns, n_features):
+        self.values = np.empty((columns, n_features))
+
+    def take(self, columns):
+        """The rows of ``columns``, a dense block."""
+        return self.values[columns]
+
+    def put(self, columns, Z):
+        """Hold the rows of the block Z as those of ``columns``."""
+        self.values[columns] = to_dense(Z)
+
+    def resized(self, keep, columns):
+        """A store of ``columns`` rows, the rows of ``keep`` first."""
+        resized = _DenseRows(columns, self.values.shape[1])
+        resized.values[:keep.size] = self.values[keep]
+        return resized
+
+
+class _SparseRows:
+    """The examples' rows of a store of CSR X, each column's stored entries apart: a dense row per column would
+    take columns x p values, 160 GB for the ~21,000 columns a store of 400 rows keeps when the rows have a
+    million features (rows of text or hashed features), of which tens are stored."""
+
+    def __init__(self, columns, n_features):
+        self.n_features = n_features
+        empty = (np.zeros(0), np.zeros(0, np.int32))
+        self.entries = [empty] * columns  # (values, feature indices) of each column's row
+
+    def take(self, columns):
+        """The rows of ``columns``, a CSR block."""
+        held = [self.entries[c] for c in columns]
+        indptr = np.zeros(len(held) + 1, np.int64)
+        np.cumsum([values.size for values, _ in held], out=indptr[1:])
+        data = np.concatenate([values for values, _ in held]) if held else np.zeros(0)
+        indices = np.concatenate([indices for _, indices in held]) if held else np.zeros(0, np.int32)
+        return as_rows(csr_from_arrays(data, indices, indptr, (len(held), self.n_features)))
+
+    def put(self, columns, Z):
+        """Hold the rows of the block Z as those of ``columns``."""
+        Z = to_csr(Z)
+        for i, c in enumerate(columns.tolist()):
+            lo, hi = Z.indptr[i], Z.indptr[i + 1]
+            self.entries[c] = (Z.data[lo:hi].copy(), Z.indices[lo:hi].copy())
+
+    def resized(self, keep, columns):
+        """A store of ``columns`` rows, the rows of ``keep`` first."""
+        resized = _SparseRows(columns, self.n_features)
+        resized.entries[:keep.size] = [self.entries[c] for c in keep.tolist()]
+        return resized
 
 
 @numba.njit(**NJIT)

@@ -40,7 +40,8 @@ from numba.core import types as nb_types
 from numba.extending import intrinsic
 
 from core.config import NJIT, NJIT_FMA, NJIT_PARALLEL, NJIT_SUMS
-from core.rows import TransposedRows, as_rows, is_csr_block, is_dense_block, is_sparse, squared_norms, to_dense
+from core.rows import (TransposedRows, as_rows, csr_from_arrays, is_csr_block, is_dense_block, is_sparse, squared_norms,
+                       to_dense)
 from core.simd import (lanes_add_where, lanes_fma, lanes_load, lanes_splat, lanes_store, lanes_width, lanes_zeros,
                        prefetch)
 from core.threads import fetch_add
@@ -173,8 +174,10 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False,
     transposed (no copy of the block, and X stays the side that is tiled: CSR or many rows).
 
     X and Z are row blocks (dense or CSR, see ``core.rows``); anything else is
-    coerced with ``as_rows``.  A sparse Z is densified, so Z should have few
-    rows (or few features).  ``x_sq_norms`` and ``z_sq_norms``, the squared
+    coerced with ``as_rows``.  Z is made dense for the tiles: against a CSR
+    X, over the features Z uses alone when its dense rows would be large
+    (``_narrowed``: rows of a million features), so Z should have few rows or
+    few stored entries.  ``x_sq_norms`` and ``z_sq_norms``, the squared
     row norms from ``squared_norms``, are used by rbf and computed when not
     given.  rbf values below exp(-708) ~ 3e-308 are returned as exp(-708)
     (with ``precision="float32"``, below exp(-87) ~ 1.6e-38 as exp(-87)).
@@ -187,10 +190,10 @@ def kernel_block(X, Z, spec, x_sq_norms=None, z_sq_norms=None, transposed=False,
     symmetric = Z is X and (z_sq_norms is None or z_sq_norms is x_sq_norms) and not transposed
     if symmetric:
         z_sq_norms = x_sq_norms
-    X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision)
+    X, Z, args, depth = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision)
     n, m = X.shape[0], Z.shape[0]
     K = np.empty((m, n) if transposed else (n, m), np.float32 if precision == "float32" else np.float64)
-    _fill(K, np.arange(m) if transposed else _NO_ROWS, 0, X, Z, args, symmetric, transposed, precision)
+    _fill(K, np.arange(m) if transposed else _NO_ROWS, 0, X, Z, args, depth, symmetric, transposed, precision)
     return K
 
 
@@ -209,7 +212,7 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
     271 us through the tiles against 60, 93 and 122 us from the transpose (in cache, one thread, CPU as wall;
     ``bench/HISTORY.md``).
     """
-    X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, "float64")
+    X, Z, args, depth = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, "float64")
     rows = np.asarray(rows, np.int64)
     if not is_dense_block(K):
         raise ValueError("K must be a C-contiguous 2-d float64 array")
@@ -219,7 +222,7 @@ def kernel_rows_into(K, rows, start, X, Z, spec, x_sq_norms=None, z_sq_norms=Non
         raise ValueError(f"rows (shape {rows.shape}) must name a row of K (shape {K.shape}) for each of the "
                          f"{Z.shape[0]} rows of Z, and start ({start}) leave {X.shape[0]} values in each")
     if x_transposed is None:
-        _fill(K, rows, int(start), X, Z, args, False, True, "float64")
+        _fill(K, rows, int(start), X, Z, args, depth, False, True, "float64")
         return
     if is_sparse(X) or not (isinstance(x_transposed, TransposedRows) and x_transposed.shape == X.shape[::-1]):
         raise ValueError(f"x_transposed must be the transpose of a dense X (shape {X.shape}): "
@@ -240,13 +243,12 @@ def kernel_rows_from_transposed(K, rows, start, x_transposed, x_sq_norms, Z, z_s
 _NO_ROWS = np.zeros(0, np.int64)  # ``_tiles``' output rows of a block that is not transposed
 
 
-def _fill(K, out_rows, out_start, X, Z, args, symmetric, transposed, precision):
-    """Fill ``K`` with the kernel values of the blocks X and dense Z (``_prepared``'s ``args``), tile by tile
-    (``_tiles``), on numba's pool when the block is worth it."""
+def _fill(K, out_rows, out_start, X, Z, args, depth, symmetric, transposed, precision):
+    """Fill ``K`` with the kernel values of the blocks X and dense Z (``_prepared``'s ``args`` and ``depth``), tile
+    by tile (``_tiles``), on numba's pool when the block is worth it."""
     n, m = X.shape[0], Z.shape[0]
     if n == 0 or m == 0:
         return
-    depth = _depth(X)
     rows, cols = _tile_shape(m, depth)
     if symmetric:  # square tiles of as many multiply-adds, so that a tile's mirror is a tile
         rows = cols = max(1, min(_GRAM_TILE, m, math.isqrt(_TILE_MACS // depth)))
@@ -277,7 +279,7 @@ def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="
     take (a CSR block's mean entries per row), gives rows taken from that block
     the bits they have in its own call.
     """
-    X, Z, args = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision)
+    X, Z, args, depth = _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision)
     n, m = X.shape[0], Z.shape[0]
     coef = np.asarray(coef, dtype=np.float64)
     if coef.shape[:1] != (m,) or coef.ndim > 2:
@@ -287,7 +289,7 @@ def kernel_times(X, Z, spec, coef, x_sq_norms=None, z_sq_norms=None, precision="
     out = np.zeros((columns.shape[0], n))
     if n == 0 or m == 0:
         return out[0] if coef.ndim == 1 else np.ascontiguousarray(out.T)
-    depth = _depth(X if shaped_as is None else _block(shaped_as))
+    depth = depth if shaped_as is None else _depth(_block(shaped_as))
     rows, cols = _tile_shape(m, depth)
     pooled = n > rows and _worth_a_pool(n, m, depth, rows, cols)  # the threads share out row tiles
     workers = numba.get_num_threads() if pooled else 1
@@ -378,8 +380,8 @@ def kernel_diag(X, spec, x_sq_norms=None):
 
 
 def _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision):
-    """X and dense Z as blocks, and the kernel arguments of the tile loops (code, norms, parameters), after the
-    checks of the arguments."""
+    """X and dense Z as blocks (``_narrowed``), the kernel arguments of the tile loops (code, norms, parameters)
+    and X's multiply-adds per value (``_depth``, which shapes the tiles), after the checks of the arguments."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     X, Z = _pair(X, Z)
@@ -389,7 +391,34 @@ def _prepared(X, Z, spec, x_sq_norms, z_sq_norms, precision):
         z_sq = _norms(Z, z_sq_norms, "z_sq_norms")
     else:
         x_sq, z_sq = np.zeros(X.shape[0]), np.zeros(Z.shape[0])  # not read by linear and poly
-    return X, to_dense(Z), (code, x_sq, z_sq, spec.gamma, spec.coef0, spec.degree)
+    depth = _depth(X)
+    X, Z = _narrowed(X, Z)
+    return X, Z, (code, x_sq, z_sq, spec.gamma, spec.coef0, spec.degree), depth
+
+
+# dense values of Z from which a CSR X's kernel values are taken over the features Z uses alone (``_narrowed``)
+_NARROW_MIN_VALUES = 1 << 22
+
+
+def _narrowed(X, Z):
+    """X, and Z as a dense block, both cut to the features Z uses when X is CSR and Z's dense rows would hold at
+    least ``_NARROW_MIN_VALUES`` values over twice as many features as Z uses: rows of text or hashed features
+    (a million features, tens stored a row), whose dense Z would take gigabytes (400 rows x 1e6 features: a
+    C-SVC fit peaked at 6.3 GB).  The kernels read X and Z through dot products alone (the squared norms are
+    taken before, from the whole rows), and an entry of X at a feature where every row of Z is 0 adds only
+    x 0.0 to each dot product, which leaves its sum as it was: the values are the same to the bit."""
+    if not is_sparse(X) or Z.shape[0] * Z.shape[1] < _NARROW_MIN_VALUES:
+        return X, to_dense(Z)
+    used = np.unique(Z.indices) if is_sparse(Z) else np.flatnonzero(np.any(Z != 0.0, axis=0))
+    if 2 * used.size > Z.shape[1]:
+        return X, to_dense(Z)
+    slot = np.full(X.shape[1], -1, X.indices.dtype)  # feature -> its column among ``used``
+    slot[used] = np.arange(used.size, dtype=slot.dtype)
+    columns = slot[X.indices]
+    kept = columns >= 0
+    indptr = np.concatenate([[0], np.cumsum(kept)])[X.indptr].astype(X.indptr.dtype)
+    X = csr_from_arrays(X.data[kept], columns[kept], indptr, (X.shape[0], used.size))
+    return X, np.ascontiguousarray(to_dense(Z[:, used]) if is_sparse(Z) else Z[:, used])
 
 
 def _column_tiles(Z, cols, precision):
@@ -421,7 +450,7 @@ def _tile_inputs(X, precision):
 
 def _depth(X):
     """Multiply-adds per kernel value: the features of dense X, the mean stored entries per row of CSR X."""
-    return max(1, X.nnz // X.shape[0]) if is_sparse(X) else max(1, X.shape[1])
+    return max(1, X.nnz // max(1, X.shape[0])) if is_sparse(X) else max(1, X.shape[1])
 
 
 def _tile_shape(m, depth):
