@@ -2,7 +2,7 @@
 
 Reads every row of [data] (no test split; --input overrides [data] path),
 encodes them with the model's own feature stages and writes the columns
-label (when the input has one: Parquet rows to score may come without it),
+label (when the input has one: Parquet rows to score may come without it, csv rows may not),
 prediction (in the training label values)
 and decision (f(x) = sum_j coef_j K(s_j, x) + b).
 
@@ -39,6 +39,7 @@ def main(argv=None):
     data = loaders.with_libsvm_width(spark, config["data"], [args.input or config["data"]["path"]],
                                      model_width=svm.numFeatures)
     rows = loaders.load(spark, data, path=args.input, labelled=False).frame
+    loaders.check_csv_label(rows, data, args.input or data["path"], svm.numFeatures)
     scored = report.transformed(model, rows).select(
         *(["label"] if "label" in rows.columns else []), svm.getPredictionCol(),
         F.element_at(vector_to_array(svm.getRawPredictionCol()), 2).alias(training_run.DECISION_COLUMN))

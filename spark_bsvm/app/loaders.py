@@ -119,6 +119,22 @@ def with_libsvm_width(spark, data, paths, model_width=None):
     return dict(data, num_features=model_width)
 
 
+def check_csv_label(frame, data, path, model_width):
+    """A ValueError when ``frame``, csv rows to score read from ``path``, has fewer columns than the rows of the
+    model's training file, ``model_width`` features and the label: a file without its label column, where the
+    loader took a feature for the label and the model's stages failed on a feature column missing by Spark's
+    name for it (``_c3``).  Other sources are left as they are."""
+    if data["source"] != "csv" or len(frame.columns) > model_width:
+        return
+    raise ValueError(f"{path} has {len(frame.columns)} columns, and the model was trained on csv rows of "
+                     f"{model_width + 1} ({model_width} features and the label, at [data] label_column = "
+                     f"{data['label_column']}): rows to score from csv need the label column too, as csv files have "
+                     "no header and their columns are told apart by position; give each row a label of any value "
+                     "at that position, or write the rows as Parquet, which may leave the label out "
+                     "(data.source=parquet, the feature columns named as Spark named the training file's: _c0, "
+                     "_c1, ... but the label's)")
+
+
 def load_csv(spark, data, path):
     """Delimited text without header (gzip is read transparently); every column but the label is a feature."""
     frame = spark.read.csv(path, sep=data["separator"], header=False, inferSchema=False)

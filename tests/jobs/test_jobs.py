@@ -278,3 +278,29 @@ def test_predict_scores_parquet_rows_that_have_no_label(spark, job_cwd, tmp_path
     assert scores.columns == ["prediction", "decision"] and scores.count() == 50
     assert cli.run(train.main, args + ["--set", f"data.path={tmp_path}/new"]) == cli.EXIT_BAD_INPUT  # training needs it
     assert "label_column = 'label' is not a column of" in capsys.readouterr().err
+
+
+def test_predict_refuses_csv_rows_without_their_label_column_and_names_the_fix(spark, job_cwd, tmp_path, capsys):
+    """csv rows to score without the label column: the loader took the last feature for the label, and the job
+    refused the rows with Spark's "No such struct field `_c3`" and "give it rows with the columns it was trained
+    on", which they were."""
+    from core.synthetic import make_rings
+
+    X, y = make_rings(300, 4, seed=2)
+    np.savetxt(tmp_path / "train.csv", np.column_stack([X, y > 0]), delimiter=",", fmt="%.6f")
+    np.savetxt(tmp_path / "new.csv", X[:50], delimiter=",", fmt="%.6f")
+    np.savetxt(tmp_path / "labelled.csv", np.column_stack([X[:50], np.zeros(50)]), delimiter=",", fmt="%.6f")
+    args = ["--config", train.DEFAULT_CONFIG, "--set", "data.source=csv", "--set", f"data.path={tmp_path}/train.csv",
+            "--set", "model.params.spsvm.maxBasis=10", "--model", f"{tmp_path}/model"]
+    assert train.main(args[:-2] + ["--set", f"output.model={tmp_path}/model"]) == 0
+    capsys.readouterr()
+    assert cli.run(predict.main, args + ["--input", f"{tmp_path}/new.csv", "--output", f"{tmp_path}/scores"]
+                   ) == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path}/new.csv has 4 columns, and the model was trained on csv rows of 5 (4 features and the "
+        "label, at [data] label_column = -1): rows to score from csv need the label column too, as csv files have no "
+        "header and their columns are told apart by position; give each row a label of any value at that position, "
+        "or write the rows as Parquet, which may leave the label out (data.source=parquet, the feature columns named "
+        "as Spark named the training file's: _c0, _c1, ... but the label's)\n")
+    assert predict.main(args + ["--input", f"{tmp_path}/labelled.csv", "--output", f"{tmp_path}/scores"]) == 0
+    assert spark.read.parquet(f"{tmp_path}/scores").count() == 50
