@@ -20,6 +20,16 @@ from core.config import NJIT
 LARGEST_FEATURE = 1e100
 
 
+class FeatureValueError(ValueError):
+    """Rows holding NaN, infinity or values above ``LARGEST_FEATURE`` in magnitude: the message names them and
+    the fix for a caller of the core; ``peak`` holds the largest magnitude found (NaN or infinity where the rows
+    held those), for a caller that words its own message (a model's scoring tasks name the features column)."""
+
+    def __init__(self, message, peak):
+        super().__init__(message)
+        self.peak = peak
+
+
 def as_rows(X, n_features=None):
     """Validate ``X`` and return it as a dense or CSR row block.
 
@@ -33,8 +43,8 @@ def as_rows(X, n_features=None):
     missing features are zero); any other column mismatch is an error.
 
     Raises ``ValueError`` for input that is not 2-D, holds NaN, infinity or
-    values above ``LARGEST_FEATURE`` in magnitude, or does not have
-    ``n_features`` columns.
+    values above ``LARGEST_FEATURE`` in magnitude (a ``FeatureValueError``),
+    or does not have ``n_features`` columns.
     """
     if is_sparse(X):
         import scipy.sparse as sp
@@ -61,10 +71,11 @@ def as_rows(X, n_features=None):
     # two reductions, no copy of the block (a NaN makes both NaN)
     peak = np.maximum(-values.min(), values.max()) if values.size else 0.0
     if not np.isfinite(peak):
-        raise ValueError("rows contain NaN or infinity: impute or drop those values first")
+        raise FeatureValueError("rows contain NaN or infinity: impute or drop those values first", peak)
     if peak > LARGEST_FEATURE:
-        raise ValueError(f"rows contain values of magnitude up to {peak:.3g}, above {LARGEST_FEATURE:g}: the kernels' "
-                         "squared norms of such rows overflow; rescale the features first (e.g. standardize them)")
+        raise FeatureValueError(f"rows contain values of magnitude up to {peak:.3g}, above {LARGEST_FEATURE:g}: the "
+                                "kernels' squared norms of such rows overflow; rescale the features first (e.g. "
+                                "standardize them)", peak)
     if n_features is not None and X.shape[1] != n_features:
         if X.shape[1] > n_features or not is_sparse(X):
             raise ValueError(f"rows have {X.shape[1]} features but {n_features} are expected: "

@@ -10,7 +10,7 @@ from pyspark.errors.exceptions.base import IllegalArgumentException
 from core.kernels import scale_gamma
 from core.labels import check_training_classes, two_classes
 from core.moments import group_moments
-from core.rows import LARGEST_FEATURE, csr_from_arrays, dense_enough, to_dense
+from core.rows import LARGEST_FEATURE, FeatureValueError, csr_from_arrays, dense_enough, to_dense
 from spark_bsvm.engine.task_threads import use_task_cores
 from spark_bsvm.engine.worker_gc import freeze_at_task_start
 
@@ -64,13 +64,15 @@ def rows_column(df, features_col, n_features, compute, return_type):
     ``"array<double>"``.  With pyspark's Arrow UDFs (4.1 and later) the features column reaches numpy as
     one block per batch, vector structs included, without a Python object per row (the pandas UDF of
     older versions builds one numpy array per row: 1,000,000 rows of 54 features took ~1.3 s of the
-    task's time that way).
+    task's time that way).  Rows holding NaN, infinity or values above ``LARGEST_FEATURE`` in magnitude fail
+    the task with a ValueError that names ``features_col`` and the fix (``_refusing_bad_values``).
     """
     import pyarrow as pa
     from pyspark import TaskContext
     from pyspark.sql import functions as F
 
     check_features_column(df, features_col)
+    compute = _refusing_bad_values(compute, features_col)
     if not hasattr(F, "arrow_udf"):  # pyspark < 4.1
         return _rows_column_pandas(df, features_col, n_features, compute, return_type)
 
@@ -86,6 +88,24 @@ def rows_column(df, features_col, n_features, compute, return_type):
         return pa.ListArray.from_arrays(offsets, pa.array(out.ravel()))
 
     return batch(column(features_col))
+
+
+def _refusing_bad_values(compute, features_col):
+    """``compute`` of rows, refusing those holding NaN, infinity or values above ``LARGEST_FEATURE`` in magnitude
+    with a ValueError that names the features column ``features_col``, the rule and the fix, where the core's
+    (``core.rows.FeatureValueError``) knows no column, nor that the rows were being scored."""
+    def scored(X):
+        try:
+            return compute(X)
+        except FeatureValueError as exc:
+            found = f"values of magnitude up to {exc.peak:.3g}" if np.isfinite(exc.peak) else "NaN or infinite values"
+            raise ValueError(f"features column '{features_col}' holds {found}: a model scores no row holding NaN, "
+                             f"infinity or values above {LARGEST_FEATURE:g} in magnitude, as its fit took none; "
+                             "impute them (pyspark.ml.feature.Imputer, on the columns before they are assembled) or "
+                             "drop those rows (a filter, or VectorAssembler's handleInvalid='skip') before transform, "
+                             "or rescale the features (pyspark.ml.feature.StandardScaler)") from None
+
+    return scored
 
 
 def _rows_column_pandas(df, features_col, n_features, compute, return_type):

@@ -254,6 +254,30 @@ def test_transform_scores_dense_and_sparse_vectors_alike_and_names_a_wrong_size(
         calibrated.transform(short).collect()
 
 
+@pytest.mark.parametrize("udf", ["arrow", "pandas"])
+def test_transform_refuses_nan_infinite_and_too_large_features_naming_the_column_and_the_fix(spark, calibrated, udf,
+                                                                                            monkeypatch):
+    """The scoring task failed with the core's "rows contain NaN or infinity: impute or drop those values first",
+    which named neither the column nor that the rows were being scored (MLlib's models score NaN as NaN)."""
+    import re
+
+    from pyspark.sql import functions as F
+
+    if udf == "pandas":
+        monkeypatch.delattr(F, "arrow_udf")
+    model = calibrated.copy().setFeaturesCol("pixels")
+    rule = ("a model scores no row holding NaN, infinity or values above 1e+100 in magnitude, as its fit took none; "
+            "impute them (pyspark.ml.feature.Imputer, on the columns before they are assembled) or drop those rows "
+            "(a filter, or VectorAssembler's handleInvalid='skip') before transform, or rescale the features "
+            "(pyspark.ml.feature.StandardScaler)")
+    for value, found in [(float("nan"), "NaN or infinite values"), (float("-inf"), "NaN or infinite values"),
+                         (-1e120, "values of magnitude up to 1e+120")]:
+        df = spark.createDataFrame([(Vectors.dense([0.5, 1.0, 0.0, 2.0]),), (Vectors.dense([0.5, value, 0.0, 2.0]),)],
+                                   ["pixels"])
+        with pytest.raises(Exception, match=re.escape(f"features column 'pixels' holds {found}: {rule}")):
+            model.transform(df).collect()
+
+
 def test_float32_prediction_stays_within_1e_6_of_float64_and_is_checked_before_scoring(spark, train, calibrated,
                                                                                          tmp_path):
     X, _, df = train
