@@ -4,8 +4,8 @@ A machine compiles ``core``'s numba code on its first fit and keeps it in numba'
 the six methods' first fits took 15-17 s more than their second on a 2-core machine
 (``bench/bench_cold_start.py --modes empty``).  Where every run starts from an empty cache, as executors in
 fresh containers do, every run pays that.  This module runs each method once on a few hundred generated rows,
-dense and sparse, with each kernel and with validation rows, then each prediction precision and the tasks'
-statistics of their rows, so that whatever a fit or a prediction calls is compiled and cached.  Run it where
+dense and sparse (and sparse among a million features), with each kernel and with validation rows, then each
+prediction precision and the tasks' statistics of their rows, so that whatever a fit or a prediction calls is compiled and cached.  Run it where
 the image is built:
 
     RUN NUMBA_CACHE_DIR=/opt/spark-bsvm-numba python -m core.warm_up
@@ -33,7 +33,7 @@ from core.l0svm import fit_l0svm
 from core.moments import group_moments
 from core.partition.slant import COLUMN_BYTES, add_steps
 from core.progress import LOGGER
-from core.rows import is_sparse, take_rows, to_csr
+from core.rows import as_rows, is_sparse, take_rows, to_csr
 from core.separation import warn_if_one_class
 from core.slant import fit_slant
 from core.spsvm import fit_spsvm
@@ -41,6 +41,7 @@ from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
 
 ROWS, FEATURES = 240, 6
+WIDE_FEATURES = 1 << 20  # the sparse rows again, among as many features as rows of text or hashed features have
 POOLED_ROWS, POOLED_COLUMNS = 3000, 2400  # 7.2 million kernel values: above the pool's threshold
 KERNELS = (KernelSpec("rbf", gamma=0.5), KernelSpec("linear"), KernelSpec("poly", gamma=0.5, degree=2, coef0=1.0))
 
@@ -73,6 +74,8 @@ def warm_up():
                     warn_if_one_class(engine, model)
                     fitted += 1
             _pooled_kernels(rows, kernel)
+            if is_sparse(rows):
+                _wide_rows(rows, y, kernel)
         _row_statistics(rows)
         _slant_bookkeeping(rows, y)
     return fitted
@@ -91,6 +94,19 @@ def _pooled_kernels(rows, kernel):
     for precision in PRECISIONS:
         kernel_block(many, many[:POOLED_COLUMNS], kernel, precision=precision)
         kernel_times(many, many[:POOLED_COLUMNS], kernel, np.ones(POOLED_COLUMNS), precision=precision)
+
+
+def _wide_rows(rows, y, kernel):
+    """What CSR rows of many features reach: kernel blocks and products that keep Z sparse
+    (``core.kernels._sparse_pair``), on numba's pool and on one thread, in each precision, and EBSVM's support set
+    held by its entries (``core.ebsvm``)."""
+    wide = as_rows(rows, n_features=WIDE_FEATURES)
+    _pooled_kernels(wide, kernel)
+    for precision in PRECISIONS:
+        kernel_block(wide, wide[:8], kernel, precision=precision)
+        kernel_times(wide, wide[:8], kernel, np.ones(8), precision=precision)
+    with LocalEngine(wide, y, n_partitions=2) as engine:
+        fit_ebsvm(engine, budget=10, lam=1e-2, kernel=kernel)
 
 
 def _slant_bookkeeping(rows, y):

@@ -1,6 +1,6 @@
 """CSR rows of many features (text, hashed features: a million features, tens stored a row).
 
-Kernel values over the features Z uses alone (``core.kernels._narrowed``), the slant driver's column store
+Kernel values from CSR Z as it is (``core.kernels._sparse_pair``), the slant driver's column store
 (``core.kernel_columns._SparseRows``) and EBSVM's support set by its entries
 (``core.ebsvm._SparseSupportBuffer``) give the bits of the dense forms they replace; every method fits such
 rows without a dense array of their width (before, a C-SVC fit of 400 such rows peaked at 6.3 GB, and the
@@ -66,25 +66,30 @@ def _peak_bytes(call):
         tracemalloc.stop()
 
 
+@pytest.mark.parametrize("pooled", [False, True], ids=["one thread", "pool"])
 @pytest.mark.parametrize("precision", ["float64", "float32"])
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-def test_kernels_of_wide_rows_take_the_features_z_uses_with_the_same_bits(spec, precision, monkeypatch):
-    X, _ = _wide(300, 1 << 17, 30, seed=1)
-    Z = as_rows(sp.vstack([X[:40], _wide(10, 1 << 17, 5, seed=2)[0]], format="csr"))
+def test_kernels_of_wide_rows_keep_z_sparse_with_the_same_bits(spec, precision, pooled, monkeypatch):
+    # the pool from n m (entries + 16) >= 2^27 (``_worth_a_pool``); Z sparse from m p >= 2^22 values
+    n, m, p = (10_000, 300, 1 << 15) if pooled else (300, 40, 1 << 17)
+    X, _ = _wide(n, p, 30, seed=1)
+    X = as_rows(sp.vstack([X, _wide(3, p, 2000, seed=2)[0]], format="csr"))  # long rows too
+    Z = as_rows(sp.vstack([X[:m], _wide(10, p, 5, seed=3)[0]], format="csr"))
     coef = np.linspace(-1.0, 1.0, Z.shape[0])
+    assert core.kernels._sparse_pair(X, Z) and core.kernels._sparse_pair(X, X)
 
     def every_value():
         return (kernel_block(X, Z, spec, precision=precision),
                 kernel_block(X, Z, spec, transposed=True, precision=precision),
                 kernel_times(X, Z, spec, coef, precision=precision),
-                kernel_block(X, X, spec, precision=precision),  # a Gram block: Z the rows themselves
-                kernel_block(X, Z.toarray(), spec, precision=precision))  # a dense Z of zeros at most features
-    narrowed = every_value()
-    monkeypatch.setattr(core.kernels, "_NARROW_MIN_VALUES", 1 << 62)  # Z dense over all 131,072 features
-    for values, dense in zip(narrowed, every_value()):
+                kernel_times(X, Z, spec, np.column_stack([coef, coef**2]), precision=precision),
+                kernel_block(X[:400], X[:400], spec, precision=precision))  # a Gram block: its mirrored tiles
+    sparse = every_value()
+    monkeypatch.setattr(core.kernels, "_PAIR_MIN_VALUES", 1 << 62)  # Z dense over all p features
+    for values, dense in zip(sparse, every_value()):
         assert_array_equal(values, dense)
     tolerance = 1e-12 if precision == "float64" else 1e-4
-    np.testing.assert_allclose(narrowed[0], _naive_kernel(X, Z, spec), rtol=tolerance, atol=tolerance)
+    np.testing.assert_allclose(sparse[0][:50], _naive_kernel(X[:50], Z, spec), rtol=tolerance, atol=tolerance)
 
 
 def test_a_kernel_block_of_wide_rows_holds_no_dense_rows():
@@ -158,9 +163,9 @@ def test_every_method_fits_a_million_features_without_dense_rows(method):
 def test_fits_on_wide_rows_are_the_fits_over_every_feature(method, monkeypatch):
     X, y = _wide(300, 1 << 16, 12, seed=8)
     spec = KernelSpec("rbf", gamma=0.5)
-    narrowed = FITS[method](LocalEngine(X, y, n_partitions=2), spec)
-    monkeypatch.setattr(core.kernels, "_NARROW_MIN_VALUES", 1 << 62)
+    sparse = FITS[method](LocalEngine(X, y, n_partitions=2), spec)
+    monkeypatch.setattr(core.kernels, "_PAIR_MIN_VALUES", 1 << 62)
     dense = FITS[method](LocalEngine(X, y, n_partitions=2), spec)
-    assert_array_equal(narrowed.coef, dense.coef)
-    assert narrowed.bias == dense.bias
-    assert (narrowed.support_vectors != dense.support_vectors).nnz == 0
+    assert_array_equal(sparse.coef, dense.coef)
+    assert sparse.bias == dense.bias
+    assert (sparse.support_vectors != dense.support_vectors).nnz == 0
