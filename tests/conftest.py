@@ -9,9 +9,10 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from core import benchmark_files
-from core.rows import to_dense
+from core.rows import as_rows, to_dense
 
 
 def load_libsvm(*parts, n_features):
@@ -94,6 +95,21 @@ def pytest_collection_modifyitems(items):
     if unmarked:
         raise pytest.UsageError("tests without the marker of the fixtures they use: " + ", ".join(unmarked))
     items.sort(key=lambda item: "connect_spark" in getattr(item, "fixturenames", ()))
+
+
+def wide_rows(n, p, stored, seed):
+    """n CSR rows of p features, as text or hashed features give them (``tests/core/test_wide_rows.py``): about
+    ``stored`` entries a row, 4 of them among 40 features that decide the labels (+-1, half each)."""
+    rng = np.random.default_rng(seed)
+    informative = rng.choice(p, 40, replace=False)
+    features = [np.union1d(rng.choice(informative, 4, replace=False), rng.choice(p, stored - 4, replace=False))
+                for _ in range(n)]
+    indptr = np.concatenate([[0], np.cumsum([f.size for f in features])])
+    X = as_rows(sp.csr_matrix((rng.standard_normal(indptr[-1]), np.concatenate(features), indptr), shape=(n, p)))
+    w = np.zeros(p)
+    w[informative] = rng.standard_normal(40)
+    scores = X @ w
+    return X, np.where(scores > np.median(scores), 1.0, -1.0)
 
 
 def contiguous_frame(spark, X, labels, n_partitions=2, sizes=None):

@@ -26,26 +26,12 @@ from core.slant import DRIVER_COLUMN_BYTES as SLANT_DRIVER_COLUMN_BYTES
 from core.slant import fit_slant
 from core.spsvm import fit_spsvm
 from core.svc import fit_budget_svm, fit_csvc
+from tests.conftest import wide_rows
 from tests.naive import naive_kernel
 
 SPECS = [KernelSpec("rbf", gamma=0.5), KernelSpec("linear"), KernelSpec("poly", gamma=0.3, degree=2, coef0=1.0)]
 MILLION = 10**6
 PEAK_BYTES = 64 << 20  # numpy's largest use at once in a test below; a dense row block of 400 x 1e6 is 3.2 GB
-
-
-def _wide(n, p, stored, seed):
-    """n CSR rows of p features, about ``stored`` entries a row, 4 of them among 40 features that decide the
-    labels (+-1, half each)."""
-    rng = np.random.default_rng(seed)
-    informative = rng.choice(p, 40, replace=False)
-    features = [np.union1d(rng.choice(informative, 4, replace=False), rng.choice(p, stored - 4, replace=False))
-                for _ in range(n)]
-    indptr = np.concatenate([[0], np.cumsum([f.size for f in features])])
-    X = as_rows(sp.csr_matrix((rng.standard_normal(indptr[-1]), np.concatenate(features), indptr), shape=(n, p)))
-    w = np.zeros(p)
-    w[informative] = rng.standard_normal(40)
-    scores = X @ w
-    return X, np.where(scores > np.median(scores), 1.0, -1.0)
 
 
 def _naive_kernel(X, Z, spec):
@@ -72,9 +58,9 @@ def _peak_bytes(call):
 def test_kernels_of_wide_rows_keep_z_sparse_with_the_same_bits(spec, precision, pooled, monkeypatch):
     # the pool from n m (entries + 16) >= 2^27 (``_worth_a_pool``); Z sparse from m p >= 2^22 values
     n, m, p = (10_000, 300, 1 << 15) if pooled else (300, 40, 1 << 17)
-    X, _ = _wide(n, p, 30, seed=1)
-    X = as_rows(sp.vstack([X, _wide(3, p, 2000, seed=2)[0]], format="csr"))  # long rows too
-    Z = as_rows(sp.vstack([X[:m], _wide(10, p, 5, seed=3)[0]], format="csr"))
+    X, _ = wide_rows(n, p, 30, seed=1)
+    X = as_rows(sp.vstack([X, wide_rows(3, p, 2000, seed=2)[0]], format="csr"))  # long rows too
+    Z = as_rows(sp.vstack([X[:m], wide_rows(10, p, 5, seed=3)[0]], format="csr"))
     coef = np.linspace(-1.0, 1.0, Z.shape[0])
     assert core.kernels._sparse_pair(X, Z) and core.kernels._sparse_pair(X, X)
 
@@ -93,16 +79,39 @@ def test_kernels_of_wide_rows_keep_z_sparse_with_the_same_bits(spec, precision, 
 
 
 def test_a_kernel_block_of_wide_rows_holds_no_dense_rows():
-    X, _ = _wide(400, MILLION, 20, seed=3)
+    X, _ = wide_rows(400, MILLION, 20, seed=3)
     spec = KernelSpec("rbf", gamma=0.5)
     K, peak = _peak_bytes(lambda: kernel_block(X, X[:300], spec))
     assert peak < PEAK_BYTES, f"kernel_block held {peak / 2**20:.0f} MB"
     np.testing.assert_allclose(K[:, :30], _naive_kernel(X, X[:30], spec), rtol=1e-12)
 
 
+def test_kernel_times_of_many_wide_support_vectors_holds_no_dense_rows():
+    """A C-SVC keeps about every row of such data: 20,000 support vectors of a million features use 273,638 of
+    them, whose dense rows even cut to those alone would take 40.8 GiB."""
+    X, _ = wide_rows(300, MILLION, 20, seed=12)
+    Z, _ = wide_rows(20_000, MILLION, 20, seed=13)
+    coef = np.linspace(-1.0, 1.0, 20_000)
+    spec = KernelSpec("rbf", gamma=0.05)
+    f, peak = _peak_bytes(lambda: kernel_times(X, Z, spec, coef))
+    assert peak < PEAK_BYTES, f"kernel_times held {peak / 2**20:.0f} MB"
+    expected = sum(_naive_kernel(X[:3], Z[lo:lo + 100], spec) @ coef[lo:lo + 100] for lo in range(0, 20_000, 100))
+    np.testing.assert_allclose(f[:3], expected, rtol=1e-12, atol=1e-15)
+
+
+def test_a_working_sets_kernel_block_of_wide_rows_holds_no_dense_rows():
+    """C-SVC's working set on such rows: 2,808 of them (5,000 rows, 3,526 support vectors) used 44,015 features,
+    whose dense rows cut to those took 943 MB of the fit's 2.2 GB."""
+    X, _ = wide_rows(3000, MILLION, 20, seed=16)
+    spec = KernelSpec("rbf", gamma=0.05)
+    K, peak = _peak_bytes(lambda: kernel_block(X[:200], X, spec))
+    assert peak < PEAK_BYTES, f"kernel_block held {peak / 2**20:.0f} MB"
+    np.testing.assert_allclose(K[:, :30], _naive_kernel(X[:200], X[:30], spec), rtol=1e-12)
+
+
 def test_a_column_store_of_wide_rows_keeps_their_entries_and_the_kernel():
-    X, _ = _wide(60, MILLION, 20, seed=4)
-    more, _ = _wide(15, MILLION, 20, seed=5)
+    X, _ = wide_rows(60, MILLION, 20, seed=4)
+    more, _ = wide_rows(15, MILLION, 20, seed=5)
     spec = KernelSpec("rbf", gamma=0.5)
 
     def use_the_store():
@@ -121,7 +130,7 @@ def test_a_column_store_of_wide_rows_keeps_their_entries_and_the_kernel():
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 @pytest.mark.parametrize("budget", [3, 40])
 def test_ebsvm_by_its_support_vectors_entries_gives_the_dense_columns_model(spec, budget, monkeypatch):
-    X, y = _wide(500, 1 << 16, 40, seed=6)  # rows of 40 entries: the pool of entries fills and is compacted
+    X, y = wide_rows(500, 1 << 16, 40, seed=6)  # rows of 40 entries: the pool of entries fills and is compacted
     fit = dict(budget=budget, lam=1e-3, kernel=spec, epochs=2, batch_size=64)
     rooms = []
     make_room = core.ebsvm._SparseSupportBuffer._make_room
@@ -148,7 +157,7 @@ FITS = {"csvc": lambda engine, spec: fit_csvc(engine, C=1.0, kernel=spec),
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("method", sorted(FITS))
 def test_every_method_fits_a_million_features_without_dense_rows(method):
-    X, y = _wide(400, MILLION, 20, seed=7)
+    X, y = wide_rows(400, MILLION, 20, seed=7)
     spec = KernelSpec("rbf", gamma=0.5)
     model, peak = _peak_bytes(lambda: FITS[method](LocalEngine(X, y, n_partitions=2), spec))
     stores = 2 * SLANT_PARTITION_COLUMN_BYTES + SLANT_DRIVER_COLUMN_BYTES if method == "slant" else 0
@@ -161,7 +170,7 @@ def test_every_method_fits_a_million_features_without_dense_rows(method):
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("method", ["csvc", "budget_l1", "spsvm", "slant"])
 def test_fits_on_wide_rows_are_the_fits_over_every_feature(method, monkeypatch):
-    X, y = _wide(300, 1 << 16, 12, seed=8)
+    X, y = wide_rows(300, 1 << 16, 12, seed=8)
     spec = KernelSpec("rbf", gamma=0.5)
     sparse = FITS[method](LocalEngine(X, y, n_partitions=2), spec)
     monkeypatch.setattr(core.kernels, "_PAIR_MIN_VALUES", 1 << 62)

@@ -9,11 +9,13 @@ import scipy.sparse as sp
 
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
+from core.spsvm import fit_spsvm
 from core.svc import fit_csvc
+from spark_bsvm import CSVC, SpSVM
 from spark_bsvm.engine import SparkEngine
 from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import declared_features, groups_from_message, rows_from_arrow
-from tests.conftest import rows_frame
+from tests.conftest import rows_frame, wide_rows
 
 pytestmark = pytest.mark.spark
 
@@ -140,6 +142,39 @@ def test_spark_fit_on_mixed_vectors_equals_the_local_fit(spark, nonzero):
     assert sp.issparse(on_spark.support_vectors) == (nonzero < 0.5) == sp.issparse(local.support_vectors)
     np.testing.assert_array_equal(_dense(on_spark.support_vectors), _dense(local.support_vectors))
     np.testing.assert_allclose(on_spark.coef, local.coef, rtol=0, atol=1e-9)
+
+
+WIDE_KERNEL = KernelSpec("rbf", gamma=0.05)  # ||x - z||^2 ~ 40: values far from 0, labels learnt
+WIDE_FITS = {  # an estimator on Spark and the core fit it runs, on LocalEngine
+    "csvc": (CSVC(C=1.0, gamma=0.05, numPartitions=2), lambda engine: fit_csvc(engine, C=1.0, kernel=WIDE_KERNEL)),
+    "spsvm": (SpSVM(maxBasis=20, regParam=1e-3, gamma=0.05, kappa=5, seed=3, numPartitions=2),
+              lambda engine: fit_spsvm(engine, max_basis=20, lam=1e-3, kernel=WIDE_KERNEL, kappa=5, seed=3))}
+
+
+@pytest.mark.parametrize("method", sorted(WIDE_FITS))
+def test_spark_fit_and_transform_of_rows_of_a_million_features_equal_the_local_ones(spark, method):
+    """Sparse vectors of 2^20 features, ~20 stored a row (text, hashed features): the tasks' CSR blocks give the
+    model ``LocalEngine`` gives (its support vectors sparse, of every feature), and transform scores the rows as
+    the model's ``decision_function`` does in this process (``tests/core/test_wide_rows.py``: without a dense
+    array of their width)."""
+    from pyspark.ml.linalg import Vectors
+
+    X, y = wide_rows(300, 1 << 20, 20, seed=9)
+    labels = np.where(y > 0, 1.0, 0.0)
+    rows = [(Vectors.sparse(X.shape[1], X.indices[lo:hi], X.data[lo:hi]), float(label))
+            for lo, hi, label in zip(X.indptr[:-1], X.indptr[1:], labels)]
+    df = rows_frame(spark, rows, {"features": "vector", "label": "double"})
+    estimator, fit = WIDE_FITS[method]
+    model = estimator.fit(df)
+    local = fit(LocalEngine(X, labels, n_partitions=2))
+    on_spark = model.expansion
+    assert sp.issparse(on_spark.support_vectors) and on_spark.support_vectors.shape == (local.n_support, 1 << 20)
+    assert (on_spark.support_vectors != local.support_vectors).nnz == 0
+    np.testing.assert_allclose(on_spark.coef, local.coef, rtol=0, atol=1e-9)
+    assert on_spark.bias == pytest.approx(local.bias, abs=1e-9)
+    scored = np.array([r.rawPrediction[1] for r in model.transform(df).select("rawPrediction").collect()])
+    np.testing.assert_allclose(scored, on_spark.decision_function(X), rtol=0, atol=1e-12)
+    assert np.mean((scored > 0) == (labels > 0)) > 0.75
 
 
 def _dense(rows):
