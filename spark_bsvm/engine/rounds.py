@@ -206,7 +206,8 @@ class Coordinator:
 
     def gather(self, timed=True):
         """{partition id: answer} of every task; LostTask if a task is lost or a retried task connects, a
-        ValueError with the task's message if it reports bad input (retrying cannot help).  The round goes
+        ValueError with the task's message if it reports bad input, a MemoryError if it ran out of memory
+        (retrying cannot help either).  The round goes
         into ``times`` (with the seconds the tasks report beside their answers, taken out of them), unless
         not ``timed`` (answers that are no round's: the tasks' checks of their rows)."""
         answers, work = {}, []
@@ -222,7 +223,8 @@ class Coordinator:
                     except (ConnectionError, OSError) as exc:
                         raise LostTask() from exc
                     if wire.ERROR in answers[pid]:
-                        raise ValueError(answers[pid]["message"])
+                        error = MemoryError if answers[pid][wire.ERROR] == "MemoryError" else ValueError
+                        raise error(answers[pid]["message"])
                     work.append(answers[pid].pop(wire.WORK))
                     del pending[pid]
         if work and timed:

@@ -18,7 +18,9 @@ The task says hello before it builds its block, so that a problem with its rows 
 coordinator as a message, not as a failed task: a ``ValueError`` (bad input: an empty partition,
 vectors of mixed sizes, NaN features, a partition function refusing its request) is sent as an error
 frame ``{wire.ERROR: "ValueError", "message": ...}`` and the task then ends normally, so the stage
-does not start again to fail again.  Any other exception fails the task: the stage starts again, and a
+does not start again to fail again; so is a ``MemoryError`` of its block or of a round, which a new stage
+over the same rows in the same memory would meet again (four restarts, then "lost four times", the cause
+only in the executor's log).  Any other exception fails the task: the stage starts again, and a
 coordinator on the driver rebuilds the new tasks' state from its model.  A connection closed before
 the first round fails it with the address it reached (the coordinator refused the task, or another
 service listens on that port), which the fit's error shows once its restarts are spent.
@@ -74,11 +76,19 @@ def _report(sock, exc):
     """Send ``exc`` as an error frame, then wait for the coordinator's next message (its round request or
     STOP) before the task ends: a socket closed any earlier could fail that send, and the coordinator
     would take the error for a lost task."""
-    wire.send(sock, {wire.ERROR: type(exc).__name__, "message": str(exc)})
+    wire.send(sock, {wire.ERROR: type(exc).__name__, "message": _out_of_memory(exc) if isinstance(exc, MemoryError)
+                     else str(exc)})
     try:
         wire.recv(sock)
     except (ConnectionError, OSError):
         pass
+
+
+def _out_of_memory(exc):
+    """The message of a ``MemoryError`` in a training task: what failed, where, and the fix."""
+    return (f"a training task on {socket.gethostname()} ran out of memory ({type(exc).__name__}: {exc}): give "
+            "the executors' Python workers more memory (spark.executor.memory, and spark.executor.pyspark.memory "
+            "where it is set) or spread the rows over more tasks (numPartitions)")
 
 
 def _faults(injection):
@@ -88,11 +98,12 @@ def _faults(injection):
 
 def _inject_fault(pid, served, injection):
     """The test hook ``TaskSpec.fault_injection``: partition 0's task fails at its ``injection["round"]``-th
-    round (0: before it sends its checks), while the marker counts fewer faults than ``"times"``."""
+    round (0: before it sends its checks), while the marker counts fewer faults than ``"times"``; with
+    ``"memory"``, by a MemoryError."""
     if pid == 0 and served == injection.get("round") and _faults(injection) < injection.get("times", 1):
         with open(injection["marker"], "a") as marker:
             marker.write("x")  # one byte per fault
-        raise RuntimeError("fault injected by a test")
+        raise (MemoryError if injection.get("memory") else RuntimeError)("fault injected by a test")
 
 
 def _closed_early(address):
@@ -135,7 +146,7 @@ def _serve(context, batches, spec):
             n_features, classes, dense = checked["n_features"], checked["classes"], checked["dense"]
         try:
             data = partition_block(partition, pid, n_features, classes, spec.has_weight, spec.has_validation, dense)
-        except ValueError as exc:
+        except (ValueError, MemoryError) as exc:
             _report(sock, exc)
             data = None
         del partition  # the block holds the rows now: the Arrow batches must not stay beside it for the whole fit
@@ -151,11 +162,11 @@ def _serve(context, batches, spec):
             if name == wire.STOP:
                 break
             served += 1
-            _inject_fault(pid, served, injection)
             start = time.perf_counter()
             try:
+                _inject_fault(pid, served, injection)
                 state, answer = PARTITION_FUNCTIONS[name](data, state, request)
-            except ValueError as exc:
+            except (ValueError, MemoryError) as exc:
                 _report(sock, exc)
                 break
             wire.send(sock, dict(answer, **{wire.WORK: time.perf_counter() - start}))
