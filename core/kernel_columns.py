@@ -184,7 +184,7 @@ class _DenseRows:
 
 class _SparseRows:
     """The examples' rows of a store of CSR X, each column's stored entries apart: a dense row per column would
-    take columns x p values, 160 GB for the ~21,000 columns a store of 400 rows keeps when the rows have a
+    take columns x p values, 156 GiB for the 20,971 columns a store of 400 rows keeps when the rows have a
     million features (rows of text or hashed features), of which tens are stored."""
 
     def __init__(self, columns, n_features):

@@ -11,10 +11,12 @@ each thread taking the next free tile (``core.threads.fetch_add``) so that a
 thread the scheduler puts aside delays only its current tile.
 Each tile takes its dot products x . z from a micro-kernel of fused
 multiply-adds for dense X (``_dense_dots_into``, in float64 or float32), a
-loop over the stored entries for CSR X, and turns them into
-kernel values while they are still in cache; a few columns over many dense
-rows can instead be summed from the rows' transpose (``kernel_rows_into``'s
-``x_transposed``), with the same bits as the tiles.  rbf uses the exp below,
+loop over the stored entries for CSR X (or, for a CSR Z of many features
+and few entries, rows of text or hashed features, from both as CSR rows:
+``_pair_dots``), and turns them into kernel values while they are still in
+cache; a few columns over many dense rows can instead be summed from the
+rows' transpose (``kernel_rows_into``'s ``x_transposed``), with the same
+bits as the tiles.  rbf uses the exp below,
 which, unlike a call to libm, the compiler vectorises; the element-wise loops
 (exponents, exp, CSR dot products) may take 512-bit vectors
 (``_wide_vectors``), with the same values at any width.  The
@@ -449,9 +451,9 @@ def _tile_inputs(X, precision):
 
 def _pair_inputs(X, Z, precision, workers):
     """The arrays of ``_pair_tiles`` and ``_pair_tiles_times`` for the CSR blocks X and Z: (data, indices,
-    indptr) of each, the same with float32 entries for ``precision="float32"`` (else None), X's features, and
-    zeros into which each of ``workers`` threads puts a row of X (float64, and float32 or None): untouched
-    pages of them, most of a million features', take no memory."""
+    indptr) of each, the same with float32 entries for ``precision="float32"`` (else None), and a row of p
+    zeros for each of ``workers`` threads to put a row of X in (float64, and float32 or None): untouched pages
+    of them, most of a million features', take no memory."""
     single = precision == "float32"
     x, z = (X.data, X.indices, X.indptr), (Z.data, Z.indices, Z.indptr)
     x32 = (X.data.astype(np.float32), X.indices, X.indptr) if single else None

@@ -5,8 +5,8 @@ the six methods' first fits took 15-17 s more than their second on a 2-core mach
 (``bench/bench_cold_start.py --modes empty``).  Where every run starts from an empty cache, as executors in
 fresh containers do, every run pays that.  This module runs each method once on a few hundred generated rows,
 dense and sparse (and sparse among a million features), with each kernel and with validation rows, then each
-prediction precision and the tasks' statistics of their rows, so that whatever a fit or a prediction calls is compiled and cached.  Run it where
-the image is built:
+prediction precision and the tasks' statistics of their rows, so that whatever a fit or a prediction calls is
+compiled and cached.  Run it where the image is built:
 
     RUN NUMBA_CACHE_DIR=/opt/spark-bsvm-numba python -m core.warm_up
     ENV NUMBA_CACHE_DIR=/opt/spark-bsvm-numba
