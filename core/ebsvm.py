@@ -73,7 +73,7 @@ entries a pass against 0.65-0.67 s one (``LocalEngine``, throw-away timings
 in alternating processes).  CSR rows of many features (text, hashed features:
 a million of them, tens stored a row) would make those columns gigabytes,
 and clearing a column for the row stepped on a pass over every feature:
-there the driver holds each s_j's stored entries (``_SparseSupportBuffer``)
+there the driver holds each s_j's stored entries (``_SupportBuffer``)
 and sums x_i . s_j over them, x_i scattered into a vector of the features;
 both sums add the products of the features x_i and s_j share, in the
 features' order (the others add x 0.0), so both stores give the same bits.
@@ -102,24 +102,34 @@ log = logging.getLogger("spark_bsvm")
 # slots of the state arrays the numba loop updates in place
 _T, _N_SV, _HITS, _REMOVED, _AVG_FROM = range(5)  # int64: step, |S|, margin hits, removals, first averaged step
 _THETA, _H, _H_FLUSHED = range(3)  # float64: theta, sum of 1/s over averaged steps so far, that sum at the last flush
-_BUFFER_ARRAYS = ("columns", "sq_norms", "beta", "acc", "ids", "born")
+_BUFFER_ARRAYS = ("columns", "spans", "sq_norms", "beta", "acc", "ids", "born")
 # dense values of the support vectors' columns, p x (B + 1), from which CSR rows are held by their entries
 _SPARSE_SUPPORT_VALUES = 1 << 23
 
 
 class _SupportBuffer:
-    """The driver's support set S: the rows s_j as the columns of a (p, capacity) array (a step's dot products
-    read each feature of every s_j contiguously), beta_j, the running sums of a_j, ids, the step that added
-    each."""
+    """The driver's support set S: the rows s_j, beta_j, the running sums of a_j, ids, the step that added each.
 
-    def __init__(self, capacity, n_features, columns=None):
-        self.n_features = n_features
-        self.columns = np.zeros((n_features, capacity)) if columns is None else columns
+    The rows are held as the columns of a (p, capacity) array (a step's dot products read each feature of every
+    s_j contiguously), or, ``by_entries``, by the stored entries of CSR rows: s_j's are ``data[a:a + l]`` at
+    features ``indices[a:a + l]``, (a, l) = ``spans[:, j]``; entries of support vectors removed stay in that
+    pool until it fills, and are then dropped (``_make_room``), and ``scattered`` holds the row stepped on as a
+    vector of the features.  The other form's arrays have no rows, so that ``_remove_smallest`` and ``grow``
+    move both alike."""
+
+    def __init__(self, capacity, n_features, by_entries):
+        self.n_features, self.by_entries = n_features, by_entries
+        self.columns = np.zeros((0 if by_entries else n_features, capacity))
+        self.spans = np.zeros((2 if by_entries else 0, capacity), np.int64)
         self.sq_norms = np.zeros(capacity)
         self.beta = np.zeros(capacity)
         self.acc = np.zeros(capacity)
         self.ids = np.zeros(capacity, np.int64)
         self.born = np.zeros(capacity, np.int64)
+        pool = 16 * capacity if by_entries else 0
+        self.data, self.indices = np.zeros(pool), np.zeros(pool, np.int32)
+        self.end = np.zeros(1, np.int64)  # the pool's entries in use: data[:end[0]]
+        self.scattered = np.zeros(n_features if by_entries else 0)
 
     def arrays(self):
         return tuple(getattr(self, name) for name in _BUFFER_ARRAYS)
@@ -135,36 +145,11 @@ class _SupportBuffer:
     def steps(self, csr, x_sq, y, weight, ids, counters, reals, *settings):
         """``_steps`` on every row of the CSR batch (its squared norms, labels, weights and ids; the learner's
         ``counters``, ``reals`` and ``settings``: lambda, B, eta_theta and the kernel's), the buffer grown
-        whenever it fills."""
+        whenever it fills, and its pool of entries given room."""
         done = 0
         while done < y.shape[0]:
-            done = _steps(csr.data, csr.indices, csr.indptr, x_sq, y, weight, ids, done, *self.arrays(), counters,
-                          reals, *settings)
-            if done < y.shape[0]:
-                self.grow(counters[_N_SV])
-
-    def rows(self, order):
-        """The rows of the support vectors ``order``, a dense block."""
-        return np.ascontiguousarray(self.columns[:, order].T)
-
-
-class _SparseSupportBuffer(_SupportBuffer):
-    """S held by the stored entries of its CSR rows: s_j's are ``data[a:a + l]`` at features ``indices[a:a + l]``,
-    (a, l) = ``columns[:, j]`` (the dense store's columns array, which ``_remove_smallest`` and ``grow`` move
-    alike); entries of support vectors removed stay in place until the pool fills, and are then dropped
-    (``_make_room``).  ``scattered``: the row stepped on, as a vector of the features (0 elsewhere)."""
-
-    def __init__(self, capacity, n_features):
-        super().__init__(capacity, n_features, np.zeros((2, capacity), np.int64))
-        self.data, self.indices = np.zeros(16 * capacity), np.zeros(16 * capacity, np.int32)
-        self.end = np.zeros(1, np.int64)  # the pool's entries in use: data[:end[0]]
-        self.scattered = np.zeros(n_features)
-
-    def steps(self, csr, x_sq, y, weight, ids, counters, reals, *settings):
-        done = 0
-        while done < y.shape[0]:
-            done = _sparse_steps(csr.data, csr.indices, csr.indptr, x_sq, y, weight, ids, done, self.scattered,
-                                 self.data, self.indices, self.end, *self.arrays(), counters, reals, *settings)
+            done = _steps(csr.data, csr.indices, csr.indptr, x_sq, y, weight, ids, done, *self.arrays(), self.data,
+                          self.indices, self.end, self.scattered, counters, reals, *settings)
             if done == y.shape[0]:
                 break
             if counters[_N_SV] == self.beta.shape[0]:
@@ -175,20 +160,22 @@ class _SparseSupportBuffer(_SupportBuffer):
     def _make_room(self, n, entries):
         """Room in the pool for a row of ``entries`` more: the entries of the ``n`` support vectors moved to its
         front, in a pool twice as large when that leaves less than half of it free."""
-        starts, lengths = self.columns[0, :n], self.columns[1, :n]
+        starts, lengths = self.spans[0, :n], self.spans[1, :n]
         live = int(lengths.sum())
         size = self.data.size if 2 * (live + entries) <= self.data.size else 2 * (live + entries)
         at = _pool_places(starts, lengths)
         data, indices = np.zeros(size), np.zeros(size, np.int32)
         data[:live], indices[:live] = self.data[at], self.indices[at]
-        self.columns[0, :n] = np.cumsum(lengths) - lengths
+        self.spans[0, :n] = np.cumsum(lengths) - lengths
         self.data, self.indices, self.end[0] = data, indices, live
 
     def rows(self, order):
-        """The rows of the support vectors ``order``, a CSR block."""
-        starts, lengths = self.columns[0, order], self.columns[1, order]
-        at = _pool_places(starts, lengths)
+        """The rows of the support vectors ``order``: a CSR block when held by entries, else a dense one."""
+        if not self.by_entries:
+            return np.ascontiguousarray(self.columns[:, order].T)
+        starts, lengths = self.spans[0, order], self.spans[1, order]
         indptr = np.concatenate([[0], np.cumsum(lengths)])
+        at = _pool_places(starts, lengths)
         return as_rows(csr_from_arrays(self.data[at], self.indices[at], indptr, (order.size, self.n_features)))
 
 
@@ -232,7 +219,7 @@ class EBSVMLearner:
         would hold at least ``_SPARSE_SUPPORT_VALUES`` values, else as dense columns."""
         capacity = self.budget + 1
         wide = is_sparse(rows) and self.n_features * capacity >= _SPARSE_SUPPORT_VALUES
-        return (_SparseSupportBuffer if wide else _SupportBuffer)(capacity, self.n_features)
+        return _SupportBuffer(capacity, self.n_features, by_entries=wide)
 
     def progress(self):
         """(steps, |S|, theta, margin hits, removals) so far."""
@@ -246,7 +233,7 @@ class EBSVMLearner:
         vectors are sorted by id; ``metadata`` is extended with the run's record.
         """
         if self.buffer is None:
-            self.buffer = _SupportBuffer(self.budget + 1, self.n_features)
+            self.buffer = _SupportBuffer(self.budget + 1, self.n_features, by_entries=False)
         buffer, counters = self.buffer, self.counters
         while counters[_N_SV] > self.budget:  # the final projection onto f(theta) <= B
             _remove_smallest(*buffer.arrays(), counters, np.inf)
@@ -395,90 +382,66 @@ def _check_args(budget, lam, kernel, epochs, batch_size, eta_theta, average_frac
 # Averages: acc_j = sum over averaged steps s of a_j(s) = beta_j / lambda * sum 1/s between changes of beta_j,
 # added lazily (all of S at once) just before the betas change.
 @numba.njit(**NJIT)
-def _steps(data, indices, indptr, x_sq, y, weight, ids, first, sv_columns, sv_sq, beta, acc, sv_ids, born, counters,
-           reals, lam, budget, eta_theta, code, gamma, coef0, degree):
-    """Steps on rows first.. of a CSR batch, S as dense columns (``_SupportBuffer``); returns the row it stopped
-    at (all rows, or the buffer is full)."""
+def _steps(data, indices, indptr, x_sq, y, weight, ids, first, sv_columns, spans, sv_sq, beta, acc, sv_ids, born,
+           sv_data, sv_indices, end, scattered, counters, reals, lam, budget, eta_theta, code, gamma, coef0, degree):
+    """Steps on rows first.. of a CSR batch, S as ``_SupportBuffer`` holds it (by entries when ``spans`` has
+    rows: x_i's entries go to the pool's free end, where they stay when x_i joins S); returns the row it
+    stopped at (all rows, or the buffer or its pool of entries is full)."""
     capacity = beta.shape[0]
+    by_entries = spans.shape[0] > 0
     k = np.empty(capacity)
     for i in range(first, y.shape[0]):
-        n = counters[_N_SV]
-        if n == capacity:
-            return i  # the caller grows the buffer and calls again from this row
-        for feature in range(sv_columns.shape[0]):
-            sv_columns[feature, n] = 0.0
-        for q in range(indptr[i], indptr[i + 1]):
-            sv_columns[indices[q], n] = data[q]
-        for j in range(n + 1):
-            k[j] = 0.0
-        # the sums of ``core.kernels._csr_dots``, into k itself (its new tile per call, on a strided view of the
-        # buffer, made the steps 1.3x longer)
-        add_entries_times_rows(k[:n + 1], data, indices, indptr[i], indptr[i + 1], sv_columns)
-        _step(k, i, x_sq, y, weight, ids, sv_columns, sv_sq, beta, acc, sv_ids, born, counters, reals, lam, budget,
-              eta_theta, code, gamma, coef0, degree)
-    return y.shape[0]
-
-
-@numba.njit(**NJIT)
-def _sparse_steps(data, indices, indptr, x_sq, y, weight, ids, first, scattered, sv_data, sv_indices, end, spans,
-                  sv_sq, beta, acc, sv_ids, born, counters, reals, lam, budget, eta_theta, code, gamma, coef0, degree):
-    """Steps on rows first.. of a CSR batch, S by its entries (``_SparseSupportBuffer``: ``spans`` its columns);
-    returns the row it stopped at (all rows, or the buffer or its pool of entries is full).  x_i's entries go
-    to the pool's free end, where they stay when x_i joins S."""
-    capacity = beta.shape[0]
-    k = np.empty(capacity)
-    for i in range(first, y.shape[0]):
-        n, lo, hi = counters[_N_SV], indptr[i], indptr[i + 1]
-        if n == capacity or end[0] + hi - lo > sv_data.shape[0]:
+        n, t = counters[_N_SV], counters[_T] + 1
+        lo, hi = indptr[i], indptr[i + 1]
+        if n == capacity or (by_entries and end[0] + hi - lo > sv_data.shape[0]):
             return i  # the caller makes room and calls again from this row
-        spans[0, n], spans[1, n] = end[0], hi - lo
-        for q in range(lo, hi):
-            sv_data[end[0] + q - lo], sv_indices[end[0] + q - lo] = data[q], indices[q]
-            scattered[indices[q]] = data[q]
-        for j in range(n + 1):  # the products of the features x_i and s_j share, in the features' order
-            total = 0.0
-            for e in range(spans[0, j], spans[0, j] + spans[1, j]):
-                total += sv_data[e] * scattered[sv_indices[e]]
-            k[j] = total
-        for q in range(lo, hi):
-            scattered[indices[q]] = 0.0
-        if _step(k, i, x_sq, y, weight, ids, spans, sv_sq, beta, acc, sv_ids, born, counters, reals, lam, budget,
-                 eta_theta, code, gamma, coef0, degree):
-            end[0] += hi - lo
-    return y.shape[0]
-
-
-@numba.njit(**NJIT)
-def _step(k, i, x_sq, y, weight, ids, sv_columns, sv_sq, beta, acc, sv_ids, born, counters, reals, lam, budget,
-          eta_theta, code, gamma, coef0, degree):
-    """One step on example i of a batch (its squared norm, label, weight and id), whose row sits in S's next free
-    slot n, ``k[:n + 1]`` its dot products with s_0..s_(n-1) and itself; True when it joined S."""
-    n, t = counters[_N_SV], counters[_T] + 1
-    sv_sq[n] = x_sq[i]
-    finish_tile(code, k[:n + 1].reshape((1, n + 1)), x_sq[i:i + 1], sv_sq[:n + 1], gamma, coef0, degree)
-    own, f = n, 0.0
-    for j in range(n):
-        f += beta[j] * k[j]
-        if sv_ids[j] == ids[i]:
-            own = j
-    margin = y[i] * f / (lam * (t - 1)) if n > 0 else 0.0
-    joined = False
-    if margin < 1.0:
-        _flush_averages(beta, acc, counters, reals, lam)
-        step = y[i] * weight[i]
+        if by_entries:
+            spans[0, n], spans[1, n] = end[0], hi - lo
+            for q in range(lo, hi):
+                sv_data[end[0] + q - lo], sv_indices[end[0] + q - lo] = data[q], indices[q]
+                scattered[indices[q]] = data[q]
+            for j in range(n + 1):  # the products of the features x_i and s_j share, in the features' order
+                total = 0.0
+                for e in range(spans[0, j], spans[0, j] + spans[1, j]):
+                    total += sv_data[e] * scattered[sv_indices[e]]
+                k[j] = total
+            for q in range(lo, hi):
+                scattered[indices[q]] = 0.0
+        else:
+            for feature in range(sv_columns.shape[0]):
+                sv_columns[feature, n] = 0.0
+            for q in range(lo, hi):
+                sv_columns[indices[q], n] = data[q]
+            for j in range(n + 1):
+                k[j] = 0.0
+            # the sums of ``core.kernels._csr_dots``, into k itself (its new tile per call, on a strided view of
+            # the buffer, made the steps 1.3x longer)
+            add_entries_times_rows(k[:n + 1], data, indices, lo, hi, sv_columns)
+        sv_sq[n] = x_sq[i]
+        own, f = n, 0.0
+        finish_tile(code, k[:n + 1].reshape((1, n + 1)), x_sq[i:i + 1], sv_sq[:n + 1], gamma, coef0, degree)
         for j in range(n):
-            beta[j] += step * k[j]
-        if own == n:  # x_i joins S with the coefficient of its own gradient
-            beta[n], acc[n], sv_ids[n], born[n] = step * k[n], 0.0, ids[i], t
-            counters[_N_SV] = n + 1
-            joined = True
-        counters[_HITS] += 1
-    counters[_T] = t
-    reals[_THETA] = max(0.0, reals[_THETA] - eta_theta / (lam * t) * (budget - counters[_N_SV]))
-    _remove_smallest(sv_columns, sv_sq, beta, acc, sv_ids, born, counters, reals[_THETA] * lam * t)
-    if t >= counters[_AVG_FROM]:
-        reals[_H] += 1.0 / t
-    return joined
+            f += beta[j] * k[j]
+            if sv_ids[j] == ids[i]:
+                own = j
+        margin = y[i] * f / (lam * (t - 1)) if n > 0 else 0.0
+        if margin < 1.0:
+            _flush_averages(beta, acc, counters, reals, lam)
+            step = y[i] * weight[i]
+            for j in range(n):
+                beta[j] += step * k[j]
+            if own == n:  # x_i joins S with the coefficient of its own gradient
+                beta[n], acc[n], sv_ids[n], born[n] = step * k[n], 0.0, ids[i], t
+                counters[_N_SV] = n + 1
+                if by_entries:
+                    end[0] += hi - lo
+            counters[_HITS] += 1
+        counters[_T] = t
+        reals[_THETA] = max(0.0, reals[_THETA] - eta_theta / (lam * t) * (budget - counters[_N_SV]))
+        _remove_smallest(sv_columns, spans, sv_sq, beta, acc, sv_ids, born, counters, reals[_THETA] * lam * t)
+        if t >= counters[_AVG_FROM]:
+            reals[_H] += 1.0 / t
+    return y.shape[0]
 
 
 @numba.njit(**NJIT)
@@ -492,7 +455,7 @@ def _flush_averages(beta, acc, counters, reals, lam):
 
 
 @numba.njit(**NJIT)
-def _remove_smallest(sv_columns, sv_sq, beta, acc, sv_ids, born, counters, limit):
+def _remove_smallest(sv_columns, spans, sv_sq, beta, acc, sv_ids, born, counters, limit):
     """Remove the support vector of smallest |beta| below ``limit`` (the oldest on ties), if any."""
     n = counters[_N_SV]
     best = -1
@@ -505,6 +468,8 @@ def _remove_smallest(sv_columns, sv_sq, beta, acc, sv_ids, born, counters, limit
     last = n - 1
     for feature in range(sv_columns.shape[0]):  # a loop, not a slice assignment (``core.config``)
         sv_columns[feature, best] = sv_columns[feature, last]
+    for r in range(spans.shape[0]):
+        spans[r, best] = spans[r, last]
     sv_sq[best], beta[best], acc[best] = sv_sq[last], beta[last], acc[last]
     sv_ids[best], born[best] = sv_ids[last], born[last]
     counters[_N_SV] = last

@@ -2,7 +2,7 @@
 
 Kernel values from CSR Z as it is (``core.kernels._sparse_pair``), the slant driver's column store
 (``core.kernel_columns._SparseRows``) and EBSVM's support set by its entries
-(``core.ebsvm._SparseSupportBuffer``) give the bits of the dense forms they replace; every method fits such
+(``core.ebsvm._SupportBuffer``, ``by_entries``) give the bits of the dense forms they replace; every method fits such
 rows without a dense array of their width (before, a C-SVC fit of 400 such rows peaked at 6.3 GB, and the
 slant sparsifier asked for 156 GiB)."""
 
@@ -133,8 +133,8 @@ def test_ebsvm_by_its_support_vectors_entries_gives_the_dense_columns_model(spec
     X, y = wide_rows(500, 1 << 16, 40, seed=6)  # rows of 40 entries: the pool of entries fills and is compacted
     fit = dict(budget=budget, lam=1e-3, kernel=spec, epochs=2, batch_size=64)
     rooms = []
-    make_room = core.ebsvm._SparseSupportBuffer._make_room
-    monkeypatch.setattr(core.ebsvm._SparseSupportBuffer, "_make_room",
+    make_room = core.ebsvm._SupportBuffer._make_room
+    monkeypatch.setattr(core.ebsvm._SupportBuffer, "_make_room",
                         lambda buffer, *args: rooms.append(args) or make_room(buffer, *args))
     monkeypatch.setattr(core.ebsvm, "_SPARSE_SUPPORT_VALUES", 0)
     by_entries = fit_ebsvm(LocalEngine(X, y, n_partitions=2), **fit)
