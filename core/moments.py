@@ -1,8 +1,9 @@
 """Per-group feature moments of ragged rows: the figures the checks of the training data take.
 
-The Spark engine's training tasks check their own rows (``spark_bsvm.engine.blocks.partition_groups``):
-per group of rows (one label, validation mark and row size) and feature j, what Spark's ``Summarizer``
-gives the checks' aggregation, the rows' values x_ij counted as zeros where a sparse row stores nothing:
+The Spark engine's tasks check their rows (``spark_bsvm.engine.blocks.partition_groups``: the training
+tasks theirs, or the tasks of a job of checks before the training stage): per group of rows (one label,
+validation mark and row size) and feature j, the rows' values x_ij counted as zeros where a sparse row stores
+nothing:
 
     mean_gj     = (1 / n_g) sum_{i in g} x_ij
     variance_gj = (1 / (n_g - 1)) sum_{i in g} (x_ij - mean_gj)^2        (0 when n_g = 1)
@@ -11,13 +12,23 @@ gives the checks' aggregation, the rows' values x_ij counted as zeros where a sp
 The variance is summed in a second pass about the mean (no sum of squares, which loses a large
 mean's digits); the zeros a sparse row leaves out add (n_g - s_gj) mean_gj^2, s_gj the entries
 stored for (g, j).  Rows the checks cannot use (a null row, one with a null entry) count as rows of
-zeros, as the aggregation's stand-in vectors do.  The same pass flags each row holding a NaN, an
+zeros.  The same pass flags each row holding a NaN, an
 infinite value or one above ``core.rows.LARGEST_FEATURE`` in magnitude.
 
 Rows come as Arrow stores a column of them, with no per-entry index array: row i holds the next
 ``lengths[i]`` values; a sparse row's columns are the next ``lengths[i]`` entries of ``indices`` (the
 sparse rows' indices, one after the other), a dense row's are 0, 1, ...  Sums run in row order, as
 ``numpy.bincount`` would add the entries.
+
+The checks need no feature's figures on their own, only those of all of a group's n_g x p values at once
+(``value_moments``), which the tasks send in place of p numbers a figure:
+
+    mean_g    = (1 / p) sum_j mean_gj
+    squares_g = sum_j (n_g - 1) variance_gj + n_g sum_j (mean_gj - mean_g)^2
+
+the sum of squared deviations about mean_g: those within each feature, then those of the features' means
+about mean_g; each a sum of squares about a mean, so that a large mean costs it no digits.  Groups combine
+the same way, their means about the mean of all their values (``spark_bsvm.engine.blocks``).
 """
 
 import numba
@@ -127,3 +138,12 @@ def _squared_deviations(lengths, values, sparse, indices, group_of, usable, widt
         entry += m
         if sparse[i]:
             at += m
+
+
+def value_moments(mean, variance, rows):
+    """(mean_g, squares_g) of the module doc: the mean of all the values of a group of ``rows`` rows and their sum
+    of squared deviations about it, from the group's per-feature ``mean`` and sample ``variance`` (its row of
+    ``group_moments``' arrays, its features alone)."""
+    center = float(mean.mean()) if mean.size else 0.0
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN where a value is NaN or infinite: a bad row
+        return center, float((rows - 1) * variance.sum() + rows * np.square(mean - center).sum())

@@ -9,7 +9,7 @@ from pyspark.errors.exceptions.base import IllegalArgumentException
 
 from core.kernels import scale_gamma
 from core.labels import check_training_classes, two_classes
-from core.moments import group_moments
+from core.moments import group_moments, value_moments
 from core.rows import LARGEST_FEATURE, FeatureValueError, csr_from_arrays, dense_enough, to_dense
 from spark_bsvm.engine.task_threads import use_task_cores
 from spark_bsvm.engine.worker_gc import freeze_at_task_start
@@ -177,76 +177,59 @@ class DataSummary:
     dense: bool = False
 
 
-def _row_checks(features, is_vector):
-    """Per-row columns of the checks, all Spark built-ins (none of the SQL lambdas that Spark interprets
-    element by element, which made this pass 3-4x slower): ``size`` (0 for a null row), ``bad`` (a NaN,
-    infinite or null entry, or one above ``LARGEST_FEATURE`` in magnitude) and ``summarized``: the row as a
-    vector for ``pyspark.ml.stat.Summarizer``, or, for a row it must not see (null, empty, a null entry),
-    zeros of the row's size: the Summarizer fails a job on a null vector and on an empty one, and on sizes
-    that differ within a group, which the aggregation's grouping by size rules out."""
-    from pyspark.ml.functions import array_to_vector, vector_to_array
-    from pyspark.sql import functions as F
-
-    values = F.when(features.isNotNull(), vector_to_array(features)) if is_vector else features.cast("array<double>")
-    size = F.coalesce(F.size(values), F.lit(0))
-    # Spark orders NaN above every number, so array_max finds a NaN as it finds +inf (and skips nulls)
-    top, bottom = F.array_max(values), F.array_min(values)
-    null_entry = F.lit(False) if is_vector else F.size(F.array_compact(values)) < size
-    bad = F.coalesce(F.isnan(top) | (F.abs(top) > LARGEST_FEATURE) | (F.abs(bottom) > LARGEST_FEATURE) | null_entry,
-                     F.lit(False))
-    usable = (size > 0) & ~null_entry
-    zeros = F.array_repeat(F.lit(0.0), F.greatest(size, F.lit(1)))
-    summarized = (F.when(usable, features).otherwise(array_to_vector(zeros)) if is_vector
-                  else array_to_vector(F.when(usable, values).otherwise(zeros)))
-    return size.alias("size"), bad.alias("bad"), summarized.alias("summarized")
-
-
 def _variance(groups, n_features):
-    """Var(X) over every feature value (population variance, as numpy's), from each group's rows and its
-    ``mean`` and (sample) ``variance`` per feature: the law of total variance over groups and
-    features.  The Summarizer's per-feature moments are updated one row at a time about the running mean,
-    so a large mean does not cost the variance its digits."""
+    """Var(X) over every feature value (population variance, as numpy's), from each group's rows, the
+    ``mean`` of its values and their ``squares`` about it (``core.moments.value_moments``): the groups'
+    squares and those of their means about the mean of all values, each a sum of squares about a mean (no
+    cancellation beside a large mean)."""
     n = np.array([g["rows"] for g in groups], dtype=np.float64)
-    means = np.array([g["mean"] for g in groups])
-    within = np.array([g["variance"] for g in groups]) * ((n - 1) / n)[:, None]
-    mean = float((n @ means).sum()) / (n.sum() * n_features)
-    return float((n @ (within + (means - mean) ** 2)).sum()) / (n.sum() * n_features)
+    means = np.array([g["mean"] for g in groups], dtype=np.float64)
+    mean = float(n @ means) / n.sum()
+    squares = sum(g["squares"] for g in groups) + n_features * float(n @ (means - mean) ** 2)
+    return squares / (n.sum() * n_features)
 
 
-def check_training_data(prepared, features_col, label_col, weight_col=None):
+def check_training_data(prepared, features_col, label_col, weight_col=None, row_bytes=None):
     """The ``DataSummary`` of the training data (columns features, label and, with ``weight_col``, weight),
-    or a ValueError naming the problem, from an aggregation over the data (a Spark job that ends in
-    seconds, before any training task starts): no rows, null labels, labels other than two values, null
-    features, NaN, infinite, null or too large (``LARGEST_FEATURE``) feature values, vectors of different
-    sizes, weights that are null, NaN, infinite, negative or 0.  The estimators drop the rows of weight 0
-    first (they contribute nothing; MLlib's meaning); the engine itself takes positive weights only, as
-    ``LocalEngine``.
+    or a ValueError naming the problem, from one Spark job over the data that ends before any training task
+    starts: no rows, null labels, labels other than two values, null features, NaN, infinite, null or too
+    large (``LARGEST_FEATURE``) feature values, vectors of different sizes, weights that are null, NaN,
+    infinite, negative or 0.  The estimators drop the rows of weight 0 first (they contribute nothing;
+    MLlib's meaning); the engine itself takes positive weights only, as ``LocalEngine``.
 
-    Rows are grouped by label, partition (so the rows per partition come with the same pass: Spark
-    Connect has no cheaper way to them) and validation mark (so ``scale_gamma`` comes from the training rows'
-    groups alone, in the same pass); each group's per-feature moments come from
-    ``pyspark.ml.stat.Summarizer`` (sparse rows stay sparse there, their zeros counted).  A vector column
-    is first summarised as it is (``_plain_groups``), which is all that clean data needs; only when that
-    pass cannot vouch for the rows does the slower pass that finds and counts each kind of bad row run
-    (``_diagnosed_groups``)."""
-    from pyspark.ml.linalg import VectorUDT
+    Each task of the job checks its partition as a training task checks its own (``partition_groups``) and
+    returns its groups, a few numbers each whatever the width of the rows (``judged_groups``): where the
+    checks were Spark's ``Summarizer`` per label, partition and mark, each group's state held and shuffled
+    every feature's moments, and the driver collected them (rows of 2^20 hashed features: 3.4 s a job on
+    two partitions, against 0.2 s; ``bench/HISTORY.md``).  ``row_bytes``: a bound of a row's bytes in Arrow
+    (``stage.row_bytes`` of the features the column declares), which sizes the job's batches by their rows
+    (``session.row_sized_arrow_batches``); None when unknown."""
+    import json
 
-    is_vector = isinstance(prepared.schema["features"].dataType, VectorUDT)
-    groups = _plain_groups(prepared) if is_vector else None
-    if groups is None:
-        groups = _diagnosed_groups(prepared, is_vector)
+    from spark_bsvm.engine.session import row_sized_arrow_batches
+
+    def checked(batches):
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        groups = partition_groups(partition_rows(batches), TaskContext.get().partitionId())
+        yield pa.RecordBatch.from_pylist([{"groups": json.dumps(groups)}])
+
+    with row_sized_arrow_batches(prepared.sparkSession, row_bytes):
+        rows = prepared.mapInArrow(checked, "groups string").collect()
+    groups = [g for row in rows for g in json.loads(row["groups"])]
     return judged_groups(groups, "validation" in prepared.columns, features_col, label_col, weight_col)
 
 
 def judged_groups(groups, has_validation, features_col, label_col, weight_col=None):
     """The ``DataSummary`` of the training data summarised by ``groups``, or the ValueError that
     ``check_training_data`` describes.  ``groups``: dicts of rows sharing a label, a partition, a validation
-    mark and a row size, from Spark's aggregation (``check_training_data``) or a task's own rows
-    (``partition_groups``): ``label``, ``partition``, ``validation`` (the rows are marked for validation; a
+    mark and a row size, each of one partition's rows (``partition_groups``: in a job of checks,
+    ``check_training_data``, or in the training tasks): ``label``, ``partition``, ``validation`` (the rows are marked for validation; a
     null mark counts as false, and as a ``null_validation``), ``size``, the counts ``rows``,
-    ``null_features``, ``bad_values``, ``bad_weights``, ``zero_weights``, ``null_validation`` (see
-    ``_group_counts``), and per feature the ``mean``, the sample ``variance`` and the ``nonzeros`` of its
-    usable rows.  ``scale_gamma`` comes from the groups of training rows alone."""
+    ``null_features``, ``bad_values``, ``bad_weights``, ``zero_weights``, ``null_validation``, and the
+    ``nonzeros``, the ``mean`` and the ``squares`` (``core.moments.value_moments``) of its usable rows'
+    values.  ``scale_gamma`` comes from the groups of training rows alone."""
     n_rows = sum(g["rows"] for g in groups)
     if n_rows == 0:
         raise ValueError("the training data is empty: the DataFrame has no rows" + (
@@ -289,76 +272,18 @@ def judged_groups(groups, has_validation, features_col, label_col, weight_col=No
     if has_validation:
         n_validation = _validation_rows(groups, n_rows)
         check_training_classes(classes, [sum(g["rows"] for g in training if g["label"] == c) for c in classes])
-    nonzeros = int(sum(g["nonzeros"].sum() for g in groups))
+    nonzeros = int(sum(g["nonzeros"] for g in groups))
     return DataSummary(classes, int(n_rows), partition_rows, n_features,
                        scale_gamma(n_features, _variance(training, n_features)), n_validation,
                        dense_enough(nonzeros, n_rows, n_features))
 
 
-def _plain_groups(prepared):
-    """The checks' groups of a vector column from the Summarizer run on the vectors as they are, or None
-    when these rows need ``_diagnosed_groups``: a null vector (null rows form groups of their own, whose
-    Summarizer sees a stand-in vector, so they fail no job), moments that do not vouch for every value
-    being at most ``LARGEST_FEATURE`` in magnitude (``_bounded``: a NaN, an infinite or a too large value
-    makes them so, and so, rarely, do values near the bound, which the diagnosis then passes), or a failed
-    job: the Summarizer fails one on an empty vector and on vectors of different sizes within a group, and
-    Spark logs that task's failure before the diagnosis names the problem.  Faster than
-    ``_diagnosed_groups`` (``check_training_data`` as a whole: 0.48 against 0.83 s on the Forest-shaped set,
-    0.45 against 0.56 s on ijcnn1, medians of 6): no per-row arrays.  Any failure of this job, a cancelled
-    one included, is followed by the diagnosing pass, which fails the same way or names the problem."""
-    from pyspark.ml.functions import array_to_vector
-    from pyspark.ml.stat import Summarizer
-    from pyspark.sql import functions as F
-
-    features = F.col("features")
-    summarized = F.when(features.isNull(), array_to_vector(F.array(F.lit(0.0)))).otherwise(features)
-    try:
-        groups = prepared.groupBy("label", F.expr("spark_partition_id() AS `partition`"),
-                                  _validation_key(prepared.columns), F.expr("features IS NULL AS null_row")).agg(
-            *_group_counts(prepared.columns),
-            Summarizer.metrics("mean", "variance", "numNonZeros").summary(summarized).alias("summary"),
-        ).collect()
-    except Exception:  # a row the Summarizer refuses: diagnosed by the other pass
-        return None
-    if any(g["null_features"] for g in groups):
-        return None
-    groups = [dict(g, size=len(g["mean"]), bad_values=0) for g in map(_with_moments, groups)]
-    return groups if all(_bounded(g) for g in groups) else None
-
-
-def _bounded(group):
-    """Whether the moments of a group of the checks vouch that its values are at most ``LARGEST_FEATURE`` in
-    magnitude (NaN and infinity included): no value lies farther from its feature's mean than the root of the
-    group's sum of squared deviations, (rows - 1) x the sample variance."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        reach = np.abs(group["mean"]) + np.sqrt((group["rows"] - 1) * group["variance"])
-    return bool(np.all(reach <= LARGEST_FEATURE))
-
-
-def _diagnosed_groups(prepared, is_vector):
-    """The checks' groups from per-row checks (``_row_checks``), grouped by label, partition, validation mark
-    and row size, with the null features and the rows holding NaN, infinite, null or too large values
-    counted."""
-    from pyspark.ml.stat import Summarizer
-    from pyspark.sql import functions as F
-
-    features = F.col("features")
-    rows = prepared.select("*", F.spark_partition_id().alias("partition"), *_row_checks(features, is_vector))
-    return [_with_moments(g) for g in rows.groupBy("label", "partition", _validation_key(prepared.columns),
-                                                   "size").agg(
-        *_group_counts(prepared.columns),
-        F.sum(F.col("bad").cast("long")).alias("bad_values"),
-        Summarizer.metrics("mean", "variance", "numNonZeros").summary(F.col("summarized")).alias("summary"),
-    ).collect()]
-
-
 def partition_groups(partition, pid):
-    """The checks' groups (``judged_groups``) of one task's rows, ``partition`` (``partition_rows``): what
-    ``check_training_data``'s aggregation finds in partition ``pid``, counted in numpy.  Rows are grouped by
-    label, validation mark (a null mark as false) and row size; a group's moments (``core.moments.group_moments``:
-    per feature the mean, the sample variance and the nonzeros) are those of its usable rows (neither null nor
-    holding a null entry) with zeros in place of the others, as the aggregation's ``_row_checks`` give the
-    Summarizer.  An empty partition (None) has no groups."""
+    """The checks' groups (``judged_groups``) of one task's rows, ``partition`` (``partition_rows``) of
+    partition ``pid``, as plain Python values (JSON).  Rows are grouped by label, validation mark (a null mark as
+    false) and row size; a group's ``nonzeros``, ``mean`` and ``squares`` are those of its usable rows (neither
+    null nor holding a null entry) with rows of zeros in place of the others (``core.moments``: each
+    feature's moments, then those of all the group's values).  An empty partition (None) has no groups."""
     if partition is None:
         return []
     table, rows = partition
@@ -396,30 +321,10 @@ def partition_groups(partition, pid):
         group = {"label": values[kind // 2], "partition": pid, "validation": bool(kind % 2), "size": size,
                  "bad_weights": 0, "zero_weights": 0, "null_validation": 0,
                  **{name: int(c[k]) for name, c in counts.items()}}
-        groups.append(dict(group, **{name: m[k, :max(size, 1)] for name, m in moments.items()}))
+        features = slice(0, max(size, 1))
+        mean, squares = value_moments(moments["mean"][k, features], moments["variance"][k, features], group["rows"])
+        groups.append(dict(group, nonzeros=int(moments["nonzeros"][k, features].sum()), mean=mean, squares=squares))
     return groups
-
-
-MOMENTS = ("mean", "variance", "nonzeros")  # a group's per-feature arrays (``judged_groups``)
-
-
-def groups_message(groups):
-    """``partition_groups``'s groups as a wire message (``spark_bsvm.engine.wire``): their labels, partitions,
-    sizes and counts as JSON, and each of their ``MOMENTS`` as one (groups, widest group) array, a group's row
-    padded with zeros.  ``groups_from_message`` reads it back."""
-    width = max([g["mean"].size for g in groups], default=1)
-    message = {"groups": [{key: value for key, value in g.items() if key not in MOMENTS} for g in groups]}
-    for name in MOMENTS:
-        message[name] = np.zeros((len(groups), width))
-        for i, g in enumerate(groups):
-            message[name][i, :g[name].size] = g[name]
-    return message
-
-
-def groups_from_message(message):
-    """The groups of a ``groups_message``."""
-    return [dict(g, **{name: message[name][i, :max(g["size"], 1)] for name in MOMENTS})
-            for i, g in enumerate(message["groups"])]
 
 
 def _weight_checks(weights):
@@ -427,41 +332,6 @@ def _weight_checks(weights):
     values = weights.fill_null(np.nan).to_numpy(zero_copy_only=False).astype(np.float64)
     with np.errstate(invalid="ignore"):
         return ~np.isfinite(values) | (values < 0), values == 0
-
-
-def _with_moments(group):
-    """A group row of the checks' aggregation as a dict, its Summarizer ``summary`` as numpy arrays."""
-    g = group.asDict()
-    summary = g.pop("summary")
-    return dict(g, mean=summary["mean"].toArray(), variance=summary["variance"].toArray(),
-                nonzeros=summary["numNonZeros"].toArray())
-
-
-def _validation_key(columns):
-    """The key that both passes of the checks group by beside the label and the partition, of a frame with
-    these ``columns``: ``validation``, whether the rows are marked for validation (a null mark counts as
-    false: ``_group_counts`` counts it, and the checks name it), false for every row without a validation
-    column."""
-    from pyspark.sql import functions as F
-
-    return F.expr(f"{'coalesce(validation, false)' if 'validation' in columns else 'false'} AS validation")
-
-
-def _group_counts(columns):
-    """The counts both passes of the checks take per group, of a frame with these ``columns``: rows, null
-    features, weights that are bad (null, NaN, negative, infinite) or 0 and null validation marks (0 without
-    a weight or a validation column)."""
-    from pyspark.sql import functions as F
-
-    weighted, held = "weight" in columns, "validation" in columns
-    conditions = {  # SQL strings: one call into the JVM per count, where Column expressions took ~10
-        "null_features": "features IS NULL",
-        "bad_weights": "weight IS NULL OR isnan(weight) OR weight < 0 OR weight = double('Infinity')" if weighted
-        else "false",
-        "zero_weights": "weight = 0" if weighted else "false",
-        "null_validation": "validation IS NULL" if held else "false"}
-    return [F.expr("count(1) AS `rows`")] + [F.expr(f"sum(CAST(({condition}) AS BIGINT)) AS `{name}`")
-                                              for name, condition in conditions.items()]
 
 
 def _check_sizes(rows, n_features):
@@ -590,7 +460,7 @@ def check_validation_column(df, validation_col):
 
 
 def _validation_rows(groups, n_rows):
-    """The rows marked for validation in ``groups`` (the checks' aggregation); a ValueError when the mark is
+    """The rows marked for validation in ``groups`` (the checks' groups); a ValueError when the mark is
     null somewhere, or when all or none of the ``n_rows`` rows carry it."""
     nulls = sum(g["null_validation"] for g in groups)
     if nulls:

@@ -29,7 +29,6 @@ from pyspark import InheritableThread
 from core.engine import Engine
 from core.partition import function_name
 from spark_bsvm.engine import wire
-from spark_bsvm.engine.blocks import groups_from_message
 from spark_bsvm.engine.rounds import Coordinator, LostTask
 from spark_bsvm.engine.session import cancel_jobs, stage_partly_ended
 from spark_bsvm.engine.stage import STAGE_RESTARTS, TrainingData, failed_stage, raise_task_errors
@@ -125,7 +124,7 @@ class SparkEngine(Engine):
                     self._coordinator.accept_all()
             else:
                 raise RuntimeError("training tasks were lost four times while they checked their rows; giving up")
-            again = data.judge([g for pid in sorted(answers) for g in groups_from_message(answers[pid])])
+            again = data.judge([g for pid in sorted(answers) for g in answers[pid][wire.GROUPS]])
         except BaseException:
             self.close()
             raise

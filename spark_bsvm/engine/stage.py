@@ -193,7 +193,7 @@ class TaskSpec:
     """What every task of the stage needs: plain values only (it travels in the task's closure).
 
     ``classes`` None: the tasks check their rows first (``TrainingData.checks_in_stage``): each sends the
-    checks' groups of its rows (``blocks.groups_message``) and builds its block from what the coordinator
+    checks' groups of its rows (``wire.GROUPS``: ``blocks.partition_groups``) and builds its block from what the coordinator
     answers (``wire.CHECKED``: the classes, the feature count and ``dense``), or ends at ``wire.STOP``;
     ``n_features``, ``n_examples`` and ``scale_gamma`` are None then too.
     ``address``: the driver's coordinator, or None when partition 0's task coordinates (``fit`` set).
@@ -227,7 +227,7 @@ class TrainingData:
 
     ``df`` must have a vector (or numeric array) column ``features_col``, a label column with exactly
     two values and optionally a weight column of positive weights (the estimators drop the rows of weight
-    0 first): ``blocks.check_training_data`` checks it all (one aggregation for clean vectors), which also gives
+    0 first): ``blocks.check_training_data`` checks it all (one job, each task checking its partition), which also gives
     ``scale_gamma``.  ``check_data(n_features, classes)``: the caller's checks of the data's shape; they run
     before the tasks build their blocks.  ``description`` names the fit in the progress log and the Spark UI.
     ``validation_col``: a boolean column marking the validation rows, which the tasks hold beside the
@@ -290,10 +290,12 @@ class TrainingData:
             self.frame = prepared
             return
         self.progress.info("%s: checking the training data", description)
+        check = functools.partial(_checked_frame, prepared, tasks, self._names,
+                                  self._declared_features and row_bytes(self._declared_features))
         if shared_results is None:
-            self._take(*_checked_frame(prepared, tasks, self._names))
+            self._take(*check())
         else:
-            self._take(*shared_results.once(key, lambda: (df, *_checked_frame(prepared, tasks, self._names)))[1:])
+            self._take(*shared_results.once(key, lambda: (df, *check()))[1:])
 
     def _take(self, summary, frame):
         """Hold the data's checked figures (``summary``, a ``blocks.DataSummary``) and the DataFrame the stage
@@ -488,11 +490,12 @@ def label_counts(df, features_col, label_col):
     return {row["label"]: row["count"] for row in prepared.groupBy("label").count().collect()}
 
 
-def _checked_frame(prepared, tasks, names):
+def _checked_frame(prepared, tasks, names, max_row_bytes):
     """(the ``DataSummary`` of the ``prepared`` training data, checked by its Spark job
-    (``check_training_data``; ``names``: the features, label and weight columns the errors name), the
-    DataFrame the stage reads: ``prepared`` dealt into the stage's partitions (``balanced``)."""
-    summary = check_training_data(_counted_in_partitions(prepared), *names)
+    (``check_training_data``; ``names``: the features, label and weight columns the errors name;
+    ``max_row_bytes``: a bound of a row's bytes in Arrow, or None), the DataFrame the stage reads: ``prepared``
+    dealt into the stage's partitions (``balanced``)."""
+    summary = check_training_data(_counted_in_partitions(prepared), *names, row_bytes=max_row_bytes)
     n_partitions = _task_count(summary, tasks)
     frame = balanced(prepared, summary.partition_rows, n_partitions)
     if frame is prepared and not is_connect(prepared.sparkSession) and fixed_partitions(prepared) not in (

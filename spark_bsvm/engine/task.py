@@ -32,7 +32,7 @@ import socket
 import time
 
 from spark_bsvm.engine import wire
-from spark_bsvm.engine.blocks import groups_message, partition_block, partition_groups, partition_rows
+from spark_bsvm.engine.blocks import partition_block, partition_groups, partition_rows
 from spark_bsvm.engine.hosted import host_fit
 from spark_bsvm.engine.task_threads import use_task_cores
 from spark_bsvm.engine.stage import MISSING, UNREACHABLE, output_batch, output_row, output_schema, record_batches
@@ -135,9 +135,9 @@ def _serve(context, batches, spec):
         if classes is None:  # this task checks its rows; the coordinator judges every task's checks
             _inject_fault(pid, served, injection)
             start = time.perf_counter()
-            groups = groups_message(partition_groups(partition, pid))
+            groups = partition_groups(partition, pid)
             try:
-                wire.send(sock, dict(groups, **{wire.WORK: time.perf_counter() - start}))
+                wire.send(sock, {wire.GROUPS: groups, wire.WORK: time.perf_counter() - start})
                 checked = wire.recv(sock)
             except ConnectionError as exc:
                 raise _closed_early(address) from exc

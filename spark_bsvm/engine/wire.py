@@ -30,6 +30,7 @@ STOP = "__stop__"  # the function name of the message that ends a task
 # the function name of the message that tells tasks which checked their own rows what their blocks hold
 CHECKED = "__checked__"
 ERROR = "__error__"  # key of a task's error frame: the exception's type name; "message" holds its text
+GROUPS = "groups"  # key of a task's checks of its rows: their groups (``blocks.partition_groups``)
 WORK = "__work__"  # key of the seconds a task spent in the round's partition function, beside its answer
 
 _LENGTH = struct.Struct(">Q")

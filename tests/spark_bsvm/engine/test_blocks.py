@@ -1,6 +1,6 @@
 """Sparse and mixed dense/sparse feature vectors: Arrow -> CSR in the training task, and a fit on them."""
 
-import time
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -8,13 +8,14 @@ import pytest
 import scipy.sparse as sp
 
 from core.engine import LocalEngine
-from core.kernels import KernelSpec
+from core.kernels import KernelSpec, scale_gamma
+from core.rows import dense_enough
 from core.spsvm import fit_spsvm
 from core.svc import fit_csvc
 from spark_bsvm import CSVC, SpSVM
 from spark_bsvm.engine import SparkEngine
 from spark_bsvm.engine import wire
-from spark_bsvm.engine.blocks import declared_features, groups_from_message, rows_from_arrow
+from spark_bsvm.engine.blocks import declared_features, rows_from_arrow
 from tests.conftest import rows_frame, wide_rows
 
 pytestmark = pytest.mark.spark
@@ -95,9 +96,9 @@ def test_the_batches_of_a_task_become_the_block_of_their_rows_in_order(kind):
 
 
 def test_a_tasks_rows_are_read_once_for_its_checks_and_its_block():
-    """``partition_rows``: the checks' groups of a task's batches (per label: rows, mean, sample variance and
-    nonzeros of each feature, the zeros of sparse rows included), and a CSR block made of the very arrays
-    the checks read (the batches converted once)."""
+    """``partition_rows``: the checks' groups of a task's batches (per label: rows, and the nonzeros, the mean and
+    the sum of squared deviations about it of all the rows' values, the zeros of sparse rows included), and a
+    CSR block made of the very arrays the checks read (the batches converted once)."""
     from spark_bsvm.engine.blocks import partition_block, partition_groups, partition_rows
 
     rng = np.random.default_rng(6)
@@ -113,13 +114,35 @@ def test_a_tasks_rows_are_read_once_for_its_checks_and_its_block():
     for label, g in groups.items():
         rows = X[y == label]
         assert (g["partition"], g["size"], g["rows"], g["bad_values"], g["null_features"]) == (3, 5, len(rows), 0, 0)
-        np.testing.assert_allclose(g["mean"], rows.mean(axis=0), rtol=1e-12)
-        np.testing.assert_allclose(g["variance"], rows.var(axis=0, ddof=1), rtol=1e-12)
-        np.testing.assert_array_equal(g["nonzeros"], (rows != 0).sum(axis=0))
+        assert g["nonzeros"] == np.count_nonzero(rows)
+        assert g["mean"] == pytest.approx(rows.mean(), rel=1e-12)
+        assert g["squares"] == pytest.approx(((rows - rows.mean()) ** 2).sum(), rel=1e-12)
     data = partition_block(partition, 3, 5, [2.0, 7.0], has_weight=False)
     assert np.shares_memory(data.rows.data, partition.features.values)
     np.testing.assert_array_equal(data.rows.toarray(), X)
     np.testing.assert_array_equal(data.y, np.where(y == 7.0, 1.0, -1.0))
+
+
+def test_a_tasks_checks_of_rows_of_a_million_features_are_a_few_numbers():
+    """What a task sends of its checks does not grow with the features: rows of 2^20 features, ~20 stored a row
+    (text, hashed features), give groups of a few numbers each (their moments those of every value), where every
+    feature's moments took 24 MB a group on the wire, and the driver held them all."""
+    from spark_bsvm.engine.blocks import partition_groups, partition_rows
+
+    X, y = wide_rows(50, 1 << 20, 20, seed=4)
+    records = [{"type": 0, "size": X.shape[1], "indices": X.indices[lo:hi].tolist(), "values": X.data[lo:hi].tolist()}
+               for lo, hi in zip(X.indptr[:-1], X.indptr[1:])]
+    batch = pa.RecordBatch.from_arrays([pa.array(records, type=_VECTOR), pa.array(y)], ["features", "label"])
+    groups = partition_groups(partition_rows(iter([batch])), 0)
+    assert len(wire.encode({wire.GROUPS: groups})) < 2000
+    for g in groups:
+        rows = X[y == g["label"]]
+        mean = rows.sum() / (rows.shape[0] * rows.shape[1])
+        assert (g["rows"], g["size"], g["nonzeros"]) == (rows.shape[0], 1 << 20, rows.nnz)
+        assert g["mean"] == pytest.approx(mean, rel=1e-12)
+        # the zeros' deviations, then the stored values'
+        squares = (rows.shape[0] * rows.shape[1] - rows.nnz) * mean ** 2 + ((rows.data - mean) ** 2).sum()
+        assert g["squares"] == pytest.approx(squares, rel=1e-9)
 
 
 @pytest.mark.parametrize("nonzero", [0.2, 0.7], ids=["sparse_rows_csr", "mostly_nonzero_rows_dense"])
@@ -231,71 +254,20 @@ def test_scoring_tasks_size_numba_pool_to_the_task_cores(spark, arrow, monkeypat
     assert {row["t"] for row in df.select(column["threads"].alias("t")).collect()} == {1}
 
 
-def test_clean_vectors_are_summarised_by_the_plain_pass_as_the_diagnosing_pass_would(spark, monkeypatch):
-    """The checks summarise a clean vector column in the one Summarizer pass (``_plain_groups``): the same
-    ``DataSummary`` as the pass with per-row checks, for dense, sparse and mixed rows with weights and a
-    validation mark; and they leave each kind of bad row to that diagnosing pass."""
-    from pyspark.ml.linalg import Vectors, VectorUDT
-    from pyspark.sql.types import BooleanType, DoubleType, StructField, StructType
-
-    import spark_bsvm.engine.blocks as blocks
-
-    schema = StructType([StructField("features", VectorUDT()), StructField("label", DoubleType()),
-                         StructField("weight", DoubleType()), StructField("validation", BooleanType())])
-
-    rng = np.random.default_rng(5)
-    X = np.where(rng.random((60, 4)) < 0.5, 0.0, rng.normal(1.0, 2.0, size=(60, 4)))
-    rows = [(Vectors.sparse(4, {j: v for j, v in enumerate(x) if v}) if i % 3 else Vectors.dense(x),
-             float(i % 2), 1.0 + i % 4, i % 5 == 0) for i, x in enumerate(X)]
-    df = spark.createDataFrame(rows, schema)
-    for columns in (["features", "label"], ["features", "label", "weight", "validation"]):
-        prepared = df.select(*columns).repartition(3)
-        groups = blocks._plain_groups(prepared)
-        assert groups is not None and sum(g["rows"] for g in groups) == 60
-        weight = "weight" if "weight" in columns else None
-        plain = blocks.check_training_data(prepared, "features", "label", weight)
-        with monkeypatch.context() as patched:
-            patched.setattr(blocks, "_plain_groups", lambda frame: None)  # the diagnosing pass
-            diagnosed = blocks.check_training_data(prepared, "features", "label", weight)
-        assert plain.scale_gamma == pytest.approx(diagnosed.scale_gamma, rel=1e-12)
-        assert (plain.classes, plain.n_rows, plain.partition_rows, plain.n_features, plain.n_validation,
-                plain.dense) == (diagnosed.classes, diagnosed.n_rows, diagnosed.partition_rows,
-                                 diagnosed.n_features, diagnosed.n_validation, diagnosed.dense)
-    good = [(Vectors.dense([0.0, 1.0]), 0.0), (Vectors.dense([1.0, 0.0]), 1.0)]
-    for bad in [(None, 1.0), (Vectors.dense([float("nan"), 1.0]), 1.0), (Vectors.sparse(2, [1], [float("inf")]), 1.0),
-                (Vectors.dense([1.0, 2.0, 3.0]), 1.0)]:
-        frame = spark.createDataFrame(good + [bad], StructType(schema.fields[:2])).coalesce(1)
-        assert blocks._plain_groups(frame) is None, bad
-    # a null vector is declined without a failed job (no task failure in the user's log)
-    context, group = spark.sparkContext, "spark-bsvm-test-null-vector"
-    context.setJobGroup(group, "plain checks over a null vector")
-    try:
-        assert blocks._plain_groups(spark.createDataFrame(good + [(None, 1.0)], StructType(schema.fields[:2]))) is None
-    finally:
-        context.setLocalProperty("spark.jobGroup.id", None)
-    tracker = context.statusTracker()
-    ended = time.monotonic() + 60  # the tracker learns of a job's end from Spark's listener bus, after collect returns
-    while (any(tracker.getJobInfo(job).status == "RUNNING" for job in tracker.getJobIdsForGroup(group))
-           and time.monotonic() < ended):
-        time.sleep(0.05)
-    jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(group)]
-    assert jobs and all(job.status == "SUCCEEDED" for job in jobs)
-
-
 def _task_groups(prepared):
     """``partition_groups`` of each partition of ``prepared``, computed in its task and read back from the
-    wire message it would send (``groups_message``)."""
+    wire message it would send (``wire.GROUPS``)."""
     from pyspark import TaskContext
 
     def task(batches):
         from spark_bsvm.engine import wire
-        from spark_bsvm.engine.blocks import groups_message, partition_groups, partition_rows
+        from spark_bsvm.engine.blocks import partition_groups, partition_rows
 
         groups = partition_groups(partition_rows(batches), TaskContext.get().partitionId())
-        yield pa.RecordBatch.from_pylist([{"groups": wire.encode(groups_message(groups))}])
+        yield pa.RecordBatch.from_pylist([{"groups": wire.encode({wire.GROUPS: groups})}])
 
     return [g for row in prepared.mapInArrow(task, "groups binary").collect()
-            for g in groups_from_message(wire.decode(row["groups"]))]
+            for g in wire.decode(row["groups"])[wire.GROUPS]]
 
 
 def _judged(judge):
@@ -305,11 +277,11 @@ def _judged(judge):
         return str(exc)
 
 
-def test_a_tasks_own_checks_judge_its_rows_as_the_aggregation_does(spark):
-    """``partition_groups`` in each task, sent as its wire message and judged by ``judged_groups``: the
-    ``DataSummary`` that
-    ``check_training_data``'s Spark aggregation gives, or its error message, for clean rows (dense, sparse and
-    mixed vectors, arrays, weights, a validation mark, string labels) and for each kind of bad row."""
+def test_the_checks_job_and_the_tasks_own_checks_judge_rows_as_numpy_does(spark):
+    """The checks' Spark job (``check_training_data``) and ``partition_groups`` in each training task, sent as
+    its wire message and judged by ``judged_groups``, give the same ``DataSummary``, numpy's for clean rows
+    (dense, sparse and mixed vectors, arrays, weights, a validation mark, string labels), or the same message
+    naming each kind of bad row."""
     from pyspark.ml.linalg import Vectors, VectorUDT
     from pyspark.sql.types import (ArrayType, BooleanType, DoubleType, FloatType, StringType, StructField,
                                    StructType)
@@ -318,37 +290,59 @@ def test_a_tasks_own_checks_judge_its_rows_as_the_aggregation_does(spark):
 
     rng = np.random.default_rng(7)
     X = np.where(rng.random((80, 5)) < 0.4, 0.0, rng.normal(3.0, 2.0, size=(80, 5)))
+    held = np.arange(80) % 5 == 0
     vector = StructType([StructField("features", VectorUDT()), StructField("label", DoubleType()),
                          StructField("weight", DoubleType()), StructField("validation", BooleanType())])
     clean = [(Vectors.sparse(5, {j: v for j, v in enumerate(x) if v}) if i % 3 else Vectors.dense(x),
-              float(i % 2), 1.0 + i % 4, i % 5 == 0) for i, x in enumerate(X)]
+              float(i % 2), 1.0 + i % 4, bool(held[i])) for i, x in enumerate(X)]
     good = clean[:6]
-    cases = [(clean, vector), ([(r[0], r[1], r[2], None if i == 3 else r[3]) for i, r in enumerate(clean)], vector)]
-    for bad in [(None, 1.0, 1.0, False), (Vectors.dense([float("nan")] + [1.0] * 4), 1.0, 1.0, False),
-                (Vectors.sparse(5, [2], [float("-inf")]), 0.0, 1.0, False),
-                (Vectors.dense([1.0, 2.0]), 1.0, 1.0, False),
-                (Vectors.dense([1.0] * 5), None, 1.0, False), (Vectors.dense([1.0] * 5), 2.0, 1.0, False),
-                (Vectors.dense([1.0] * 5), 1.0, -1.0, False), (Vectors.dense([1.0] * 5), 1.0, None, False),
-                (Vectors.dense([1.0] * 5), 1.0, 0.0, False), (Vectors.dense([1.0] * 5), 1.0, float("inf"), False)]:
-        cases.append((good + [bad], vector))
+    weights = "^weight column 'weight' has 1 value\\(s\\) that are null, NaN, infinite or negative"
+    bad_values = "^features column 'features' has 1 row\\(s\\) with NaN, infinite or null values"
+    # rows, schema, the message with every column and with features and label alone (None: clean rows)
+    cases = [(clean, vector, None, None),
+             ([(r[0], r[1], r[2], None if i == 3 else r[3]) for i, r in enumerate(clean)], vector,
+              "^the validation indicator column has 1 null value", None)]
+    for bad, message, alone in [
+            ((None, 1.0, 1.0, False), "^features column 'features' has 1 null value\\(s\\)", "same"),
+            ((Vectors.dense([float("nan")] + [1.0] * 4), 1.0, 1.0, False), bad_values, "same"),
+            ((Vectors.sparse(5, [2], [float("-inf")]), 0.0, 1.0, False), bad_values, "same"),
+            ((Vectors.dense([1.0, 2.0]), 1.0, 1.0, False), "holds vectors of different sizes \\(2 to 5", "same"),
+            ((Vectors.dense([1.0] * 5), None, 1.0, False), "^label column 'label' has 1 null value", "same"),
+            ((Vectors.dense([1.0] * 5), 2.0, 1.0, False), "0.0, 1.0, 2.0", "same"),
+            ((Vectors.dense([1.0] * 5), 1.0, -1.0, False), weights, "clean"),
+            ((Vectors.dense([1.0] * 5), 1.0, None, False), weights, "clean"),
+            ((Vectors.dense([1.0] * 5), 1.0, 0.0, False), "^weight column 'weight' has 1 weight\\(s\\) of 0", "clean"),
+            ((Vectors.dense([1.0] * 5), 1.0, float("inf"), False), weights, "clean")]:
+        cases.append((good + [bad], vector, message, message if alone == "same" else None))
     arrays = StructType([StructField("features", ArrayType(FloatType())), StructField("label", StringType())])
-    cases.append(([(x.astype(float).tolist(), "yes" if i % 2 else "no") for i, x in enumerate(X)], arrays))
-    cases.append(([(x.tolist(), "a") for x in X[:3]] + [([1.0, None, 2.0, 0.0, 1.0], "b"), ([], "b")], arrays))
-    for rows, schema in cases:
+    cases.append(([(x.astype(float).tolist(), "yes" if i % 2 else "no") for i, x in enumerate(X)], arrays, None, None))
+    null_entry = "^features column 'features' has 1 row\\(s\\) with NaN"
+    cases.append(([(x.tolist(), "a") for x in X[:3]] + [([1.0, None, 2.0, 0.0, 1.0], "b"), ([], "b")], arrays,
+                  null_entry, null_entry))
+    for rows, schema, message, alone in cases:
         df = spark.createDataFrame(rows, schema)
-        for columns in (["features", "label"], list(schema.names)):
+        for columns, expected in ((list(schema.names), message), (["features", "label"], alone)):
             prepared = df.select(*columns).repartition(3)
             weight = "weight" if "weight" in columns else None
-            expected = _judged(lambda: blocks.check_training_data(prepared, "features", "label", weight))
-            found = _judged(lambda: blocks.judged_groups(_task_groups(prepared), "validation" in columns, "features",
+            job = _judged(lambda: blocks.check_training_data(prepared, "features", "label", weight))
+            tasks = _judged(lambda: blocks.judged_groups(_task_groups(prepared), "validation" in columns, "features",
                                                          "label", weight))
-            if isinstance(expected, str):
-                assert found == expected
-            else:
-                assert found.scale_gamma == pytest.approx(expected.scale_gamma, rel=1e-12)
-                assert (found.classes, found.n_rows, found.partition_rows, found.n_features, found.n_validation,
-                        found.dense) == (expected.classes, expected.n_rows, expected.partition_rows,
-                                         expected.n_features, expected.n_validation, expected.dense)
+            if expected is not None:
+                assert isinstance(job, str) and re.search(expected, job), (columns, job)
+                assert tasks == job
+                continue
+            assert not isinstance(job, str) and not isinstance(tasks, str), (columns, job, tasks)
+            features = np.array([r[0].toArray() if schema is vector else np.float32(r[0]) for r in rows], float)
+            marked = np.array([bool(r[3]) for r in rows]) if "validation" in columns else np.zeros(len(rows), bool)
+            training = features[~marked]
+            assert job.scale_gamma == pytest.approx(scale_gamma(5, training.var()), rel=1e-11)
+            assert (job.n_rows, job.n_features, job.n_validation, sum(job.partition_rows.values())) == (
+                len(rows), 5, int(marked.sum()), len(rows))
+            assert job.dense == dense_enough(np.count_nonzero(features), *features.shape)
+            assert set(job.classes) == {r[1] for r in rows}
+            assert (tasks.scale_gamma, tasks.classes, tasks.n_rows, tasks.partition_rows, tasks.n_features,
+                    tasks.n_validation, tasks.dense) == (job.scale_gamma, job.classes, job.n_rows, job.partition_rows,
+                                                         job.n_features, job.n_validation, job.dense)
 
 
 def test_a_features_column_declares_its_size_where_spark_ml_wrote_it(spark):

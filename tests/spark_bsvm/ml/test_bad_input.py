@@ -1,5 +1,5 @@
 """The bad-input matrix of the Spark estimators: each case is refused with its one-line message by the checks'
-aggregations where the executors coordinate the fit, before the training stage starts (no training task, so no
+job where the executors coordinate the fit, before the training stage starts (no training task, so no
 task retries), or, where the driver does, by the tasks' own checks of their rows (dealt into the tasks'
 partitions first where the frame's plan does not fix as many), judged before any round.
 

@@ -110,8 +110,8 @@ def test_local_rows_fit_in_fewer_tasks_than_their_partitions_under_connect(conne
 
 
 def test_bad_vectors_are_named_under_connect(connect_spark):
-    """The checks' plain Summarizer pass fails (a null or mis-sized vector) or finds a NaN moment under
-    Connect too, and the diagnosing pass names the problem as on a classic session."""
+    """The checks' job names a null vector, a NaN value and mis-sized vectors under Connect as on a classic
+    session."""
     from pyspark.ml.linalg import Vectors
 
     from tests.spark_bsvm.ml.test_bad_input import SIZES, VALUES, VECTOR

@@ -87,7 +87,7 @@ def test_the_variance_keeps_its_digits_beside_a_large_mean(spark, data):
 
 
 def test_sparse_mixed_and_array_rows_give_numpys_variance_and_the_same_checks(spark):
-    """The checks' moments come per (label, partition, size) group from MLlib's Summarizer: sparse rows (their
+    """The checks' moments come per (label, partition, size) group from each partition's rows: sparse rows (their
     zeros counted), sparse and dense rows mixed, and an array<double> column all give Var(X) of numpy."""
     from pyspark.ml.linalg import Vectors
 
