@@ -11,6 +11,7 @@ A lost task fails the whole barrier stage, this task included: the stage starts 
 resumes from its model).
 """
 
+import contextlib
 import json
 import logging
 import os
@@ -21,7 +22,19 @@ from core.partition import function_name
 from core.separation import warn_if_one_class
 from spark_bsvm.engine.blocks import partition_block, partition_rows
 from spark_bsvm.engine.rounds import Coordinator, LostTask
-from spark_bsvm.engine.stage import UNREACHABLE
+from spark_bsvm.engine.stage import UNREACHABLE, out_of_memory
+
+
+@contextlib.contextmanager
+def _reported_memory():
+    """Partition 0's own work in the coordinating task (its block, its part of a round): a MemoryError there is
+    raised again with the message a task serving rounds reports for its own (``stage.out_of_memory``), so that
+    the fit ends with the same error in both coordinator modes.  Another task's comes with that message
+    already (``rounds.Coordinator.gather``)."""
+    try:
+        yield
+    except MemoryError as exc:
+        raise MemoryError(out_of_memory(exc)) from exc
 
 
 class TaskEngine(Engine):
@@ -40,14 +53,24 @@ class TaskEngine(Engine):
     def run(self, function, request, rebuild=None):
         # no rebuild here: a lost task ends the stage, and the restarted stage starts the fit over
         self.rounds += 1
-        injection = self.fault_injection
-        if injection and self.rounds == injection["round"] and not os.path.exists(injection["marker"]):
-            open(injection["marker"], "w").close()
-            os.kill(os.getpid(), signal.SIGKILL)  # the coordinating task's Python worker dies mid-fit
         self.coordinator.send_all(dict(request, function=function_name(function)))
-        self.state, own = function(self.data, self.state, request)
+        with _reported_memory():
+            self._inject_fault()
+            self.state, own = function(self.data, self.state, request)
         others = self.coordinator.gather()
         return [own] + [others[pid] for pid in sorted(others)]
+
+    def _inject_fault(self):
+        """The test hook ``TaskSpec.fault_injection`` at the fit's ``injection["round"]``-th round, once (the
+        marker then holds one byte): the coordinating task's Python worker dies mid-fit, as a lost executor's
+        would, or with ``"memory"``, partition 0's part of the round raises a MemoryError."""
+        injection = self.fault_injection
+        if injection and self.rounds == injection["round"] and not os.path.exists(injection["marker"]):
+            with open(injection["marker"], "w") as marker:
+                marker.write("x")
+            if injection.get("memory"):
+                raise MemoryError("fault injected by a test")
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 class _Warnings(logging.Handler):
@@ -76,10 +99,10 @@ def host_fit(context, batches, spec):
         logger = logging.getLogger("spark_bsvm")
         logger.addHandler(warnings)
         try:
-            engine = TaskEngine(coordinator, partition_block(partition_rows(batches), 0, spec.n_features,
-                                                             spec.classes, spec.has_weight, spec.has_validation,
-                                                             spec.dense),
-                                spec)
+            with _reported_memory():
+                block = partition_block(partition_rows(batches), 0, spec.n_features, spec.classes, spec.has_weight,
+                                        spec.has_validation, spec.dense)
+            engine = TaskEngine(coordinator, block, spec)
             model = spec.fit.function(engine, **spec.fit.arguments)
             warn_if_one_class(engine, model)
         except LostTask:

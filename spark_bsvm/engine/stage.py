@@ -10,6 +10,7 @@ model and the solver's warnings.
 
 import functools
 import re
+import socket
 import weakref
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -199,7 +200,7 @@ class TaskSpec:
     ``address``: the driver's coordinator, or None when partition 0's task coordinates (``fit`` set).
     ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once at its
     k-th round (0: before it sends its checks; when it coordinates the fit, by killing its Python worker, as
-    a lost executor would);
+    a lost executor would); with ``"memory": True``, by a MemoryError in its round's work instead;
     with ``"times": n`` (driver-coordinated fits), at the k-th round of each attempt, n times in all;
     ``{"unreachable": pid, "port": port}`` gives partition pid's task a port where nothing listens.
     ``has_validation``: the stage's rows have a ``validation`` column marking the validation rows, of which
@@ -555,12 +556,22 @@ def failed_stage(exc):
     return kind(f"the training stage failed: {stage_failure(exc)}")
 
 
+def out_of_memory(exc):
+    """The message of a ``MemoryError`` in a training task: what failed, where, and the fix."""
+    return (f"a training task on {socket.gethostname()} ran out of memory ({type(exc).__name__}: {exc}): give "
+            "the executors' Python workers more memory (spark.executor.memory, and spark.executor.pyspark.memory "
+            "where it is set) or spread the rows over more tasks (numPartitions)")
+
+
 def raise_task_errors(rows):
-    """Raise the error a task reported in its output row, if any: a ValueError for bad input, a
-    RuntimeError for anything else (a coordinator it could not reach, a failing solver)."""
+    """Raise the error a task reported in its output row, if any: a ValueError for bad input, a MemoryError
+    with the task's message (``out_of_memory``'s where a block or a round ran out, as the driver's coordinator
+    raises it), a RuntimeError for anything else (a coordinator it could not reach, a failing solver)."""
     for row in rows:
         if row["error_type"] == "ValueError":
             raise ValueError(row["error"])
+        if row["error_type"] == "MemoryError":
+            raise MemoryError(row["error"])
         if row["error_type"] in (UNREACHABLE, MISSING):
             raise RuntimeError(row["error"])
         if row["error_type"]:

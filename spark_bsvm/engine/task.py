@@ -35,7 +35,8 @@ from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import partition_block, partition_groups, partition_rows
 from spark_bsvm.engine.hosted import host_fit
 from spark_bsvm.engine.task_threads import use_task_cores
-from spark_bsvm.engine.stage import MISSING, UNREACHABLE, output_batch, output_row, output_schema, record_batches
+from spark_bsvm.engine.stage import (MISSING, UNREACHABLE, out_of_memory, output_batch, output_row, output_schema,
+                                    record_batches)
 from spark_bsvm.engine.worker_gc import freeze_at_task_start
 
 CONNECT_TIMEOUT = 10.0  # seconds a task tries to open its connection to the coordinator
@@ -76,19 +77,12 @@ def _report(sock, exc):
     """Send ``exc`` as an error frame, then wait for the coordinator's next message (its round request or
     STOP) before the task ends: a socket closed any earlier could fail that send, and the coordinator
     would take the error for a lost task."""
-    wire.send(sock, {wire.ERROR: type(exc).__name__, "message": _out_of_memory(exc) if isinstance(exc, MemoryError)
+    wire.send(sock, {wire.ERROR: type(exc).__name__, "message": out_of_memory(exc) if isinstance(exc, MemoryError)
                      else str(exc)})
     try:
         wire.recv(sock)
     except (ConnectionError, OSError):
         pass
-
-
-def _out_of_memory(exc):
-    """The message of a ``MemoryError`` in a training task: what failed, where, and the fix."""
-    return (f"a training task on {socket.gethostname()} ran out of memory ({type(exc).__name__}: {exc}): give "
-            "the executors' Python workers more memory (spark.executor.memory, and spark.executor.pyspark.memory "
-            "where it is set) or spread the rows over more tasks (numPartitions)")
 
 
 def _faults(injection):

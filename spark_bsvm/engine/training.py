@@ -51,7 +51,7 @@ def train(df, function, arguments, *, features_col="features", label_col="label"
     ``stage.TrainingData``'s; ``description`` names the fit in the Spark UI; ``stage_restarts`` bounds how
     many times the training stage starts again after Spark aborted it (driver mode: the fit resumes;
     executor mode: it starts over); ``fault_injection`` is ``stage.TaskSpec``'s test hook (in the executor
-    mode it kills the Python worker of the coordinating task)."""
+    mode it kills the Python worker of the coordinating task, or with ``"memory"`` raises a MemoryError there)."""
     if resolve_mode(df.sparkSession, mode) == "driver":
         (model,) = train_in_turn(df, [(function, arguments)], features_col=features_col, label_col=label_col,
                                  weight_col=weight_col, num_partitions=num_partitions, check_data=check_data,

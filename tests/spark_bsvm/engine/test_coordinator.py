@@ -272,20 +272,6 @@ def test_four_lost_tasks_in_one_fit_resume_to_the_undisturbed_model(spark, data,
     assert np.array_equal(disturbed.predict(X), undisturbed.predict(X))
 
 
-def test_a_task_out_of_memory_ends_the_fit_at_once_naming_the_memory_and_the_fix(spark, data, tmp_path):
-    """A MemoryError in a round would meet the same rows in the same memory in a new stage: four restarts, then
-    "lost four times", the cause only in the executor's log.  The task reports it, and the fit ends with it."""
-    X, y = data
-    marker = tmp_path / "faults-injected"
-    with pytest.raises(MemoryError, match=r"^a training task on .+ ran out of memory \(MemoryError: fault "
-                                          r"injected by a test\): give the executors' Python workers more memory "
-                                          r"\(spark.executor.memory.*numPartitions\)$"):
-        with SparkEngine(to_df(spark, X, y), num_partitions=2,
-                         fault_injection={"round": 4, "marker": str(marker), "times": 4, "memory": True}) as engine:
-            fit_csvc(engine, C=3.0, kernel=KERNEL, tol=1e-9, working_set_size=64)
-    assert marker.read_text() == "x"  # no stage started again
-
-
 def test_a_stage_that_ends_while_the_coordinator_looks_at_it_reports_its_error():
     """The stage's thread sets its error, then ends; the coordinator's check once read the error first and the
     thread's end second, so a stage ending in between gave "the training stage ended before the fit did" and

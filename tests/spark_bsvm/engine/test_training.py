@@ -232,6 +232,22 @@ def test_a_lost_coordinating_task_restarts_the_fit_to_the_same_model(data, tmp_p
 
 
 @pytest.mark.parametrize("mode", ["driver", "executor"])
+def test_a_task_out_of_memory_ends_the_fit_at_once_naming_the_memory_and_the_fix(data, mode, tmp_path):
+    """A MemoryError in a round would meet the same rows in the same memory in a new stage: four restarts, then
+    "lost four times", the cause only in the executor's log.  The task reports it, and the fit ends with it: the
+    same MemoryError in either mode (in the executor mode, the fault is in partition 0's own work, which the
+    coordinating task runs)."""
+    _, _, df = data
+    marker = tmp_path / "faults-injected"
+    with pytest.raises(MemoryError, match=r"^a training task on .+ ran out of memory \(MemoryError: fault "
+                                          r"injected by a test\): give the executors' Python workers more memory "
+                                          r"\(spark.executor.memory.*numPartitions\)$"):
+        train(df, fit_csvc, dict(C=3.0, kernel=KERNEL, tol=1e-9, working_set_size=64), num_partitions=2, mode=mode,
+              fault_injection={"round": 4, "marker": str(marker), "times": 4, "memory": True})
+    assert marker.read_text() == "x"  # no stage started again
+
+
+@pytest.mark.parametrize("mode", ["driver", "executor"])
 def test_a_frame_coalesced_to_the_partition_count_is_dealt_again_for_the_barrier_stage(spark, data, mode, caplog):
     """Spark refuses a barrier stage over a coalesce even at the wanted count, when the job is submitted; the
     fit deals the coalesced partitions again and trains as on them repartitioned by hand (checkpointed first:
