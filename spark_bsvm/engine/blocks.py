@@ -47,7 +47,6 @@ def features_as_array(df, features_col):
     numbers in, dense rows out: what Arrow hands a pandas UDF as one numpy array per row)."""
     from pyspark.ml.functions import vector_to_array
     from pyspark.ml.linalg import VectorUDT
-    from pyspark.sql import functions as F
 
     check_features_column(df, features_col)
     features = column(features_col)
