@@ -130,29 +130,74 @@ def save_replacing(model, path):
     replaced_whole(path, lambda staged: model.write().save(staged))
 
 
+REPLACE_ATTEMPTS = 5  # times a run moves aside what other runs put at its path before it gives up
+
+
 def replaced_whole(path, write):
     """The directory at ``path`` (any Hadoop filesystem) replaced by what ``write(staged)`` writes, such that a
     run failing or killed while writing leaves what was there before: ``write`` fills ``<path>.saving-<tag>``
     beside it, renamed into place once whole.  Spark's own overwrite deletes the old directory first.  A kill
-    between the two renames leaves the old one at ``<path>.replaced-<tag>``, and one while writing an
-    unfinished ``<path>.saving-<tag>``; neither is ever read in its place."""
+    between the renames leaves the old one at ``<path>.replaced-<tag>-<k>``, and one while writing an
+    unfinished ``<path>.saving-<tag>``; neither is ever read in its place.
+
+    Runs replacing one path at once (a scheduled run overlapping the one before) each put a whole directory
+    there, the last one's staying: the new directory goes into place by a rename that fails where the path
+    exists (``_rename_refusing``), where a plain Hadoop rename moved it into the directory another run had
+    just put there (a model holding a stray folder, which the next run's ``check_replaceable`` refused); the
+    run that finds the path taken moves that directory aside too, and tries again."""
     hadoop_path, target, filesystem = _hadoop_filesystem(path)
     tag = uuid.uuid4().hex[:12]
-    staged, replaced = (hadoop_path(f"{path.rstrip('/')}.{step}-{tag}") for step in ("saving", "replaced"))
+    staged = hadoop_path(f"{path.rstrip('/')}.saving-{tag}")
     try:
         write(staged.toString())
     except BaseException:
         filesystem.delete(staged, True)
         raise
-    had_before = filesystem.exists(target)
-    if had_before and not filesystem.rename(target, replaced):
-        raise OSError(f"could not move {path} aside to replace it (the new one is at {staged})")
-    if not filesystem.rename(staged, target):
-        if had_before:
-            filesystem.rename(replaced, target)
-        raise OSError(f"could not move the new {path} from {staged} into place")
-    if had_before:
-        filesystem.delete(replaced, True)
+    aside = []
+    for attempt in range(REPLACE_ATTEMPTS):
+        replaced = hadoop_path(f"{path.rstrip('/')}.replaced-{tag}-{attempt}")
+        if filesystem.exists(target) and filesystem.rename(target, replaced):  # else another run moved it first
+            aside.append(replaced)
+        try:
+            placed = _rename_refusing(staged, target)
+        except Exception as exc:
+            if aside and not filesystem.exists(target):
+                filesystem.rename(aside.pop(), target)
+            raise OSError(f"could not move the new {path} from {staged} into place: {exc}") from exc
+        if placed:
+            for older in aside:
+                filesystem.delete(older, True)
+            return
+    raise OSError(f"could not move the new {path} into place: other runs put theirs there {REPLACE_ATTEMPTS} times "
+                  f"while this one moved it aside; the new one is at {staged}, the ones moved aside at "
+                  f"{path.rstrip('/')}.replaced-{tag}-*")
+
+
+def _rename_refusing(source, target):
+    """Rename the Hadoop path ``source`` to ``target``, or False where ``target`` exists (Hadoop's
+    ``FileContext.rename`` without its OVERWRITE option: one atomic step on HDFS, a test and a rename on a local
+    disk); on a filesystem that has no ``FileContext``, the same test, then ``FileSystem.rename``."""
+    from pyspark.sql import SparkSession
+
+    context = SparkSession.active().sparkContext
+    fs = context._jvm.org.apache.hadoop.fs
+    configuration = context._jsc.hadoopConfiguration()
+    filesystem = target.getFileSystem(configuration)
+    # relative paths as the filesystem resolves them (FileContext has a working directory of its own)
+    source, target = filesystem.makeQualified(source), filesystem.makeQualified(target)
+    try:
+        files = fs.FileContext.getFileContext(target.toUri(), configuration)
+    except Exception as exc:  # py4j's error for Hadoop's UnsupportedFileSystemException
+        if "UnsupportedFileSystemException" not in str(exc):
+            raise
+        return not filesystem.exists(target) and filesystem.rename(source, target)
+    try:
+        files.rename(source, target, context._gateway.new_array(getattr(fs, "Options$Rename"), 0))
+    except Exception as exc:
+        if "FileAlreadyExistsException" in str(exc):
+            return False
+        raise
+    return True
 
 
 def check_replaceable(path, kind, option):

@@ -1,4 +1,5 @@
-"""Saving the trained model: a failed or killed save leaves the model saved before."""
+"""Saving the trained model: a failed or killed save leaves the model saved before, and overlapping saves
+leave one whole model."""
 
 import os
 
@@ -47,6 +48,53 @@ def test_a_failed_save_keeps_the_model_saved_before(tmp_path, pipeline):
         save_replacing(HalfWritten(), path)
     assert PipelineModel.load(path).stages[0].uid == good.stages[0].uid  # Spark's overwrite() had deleted it
     assert os.listdir(tmp_path) == ["model"]
+
+
+class _Overlapped:
+    """A Hadoop filesystem after whose first rename of ``path`` aside (a run replacing the model there) the one
+    function left in ``pending`` runs (a whole save of another run to the same path): two runs' steps
+    interleaved."""
+
+    def __init__(self, filesystem, path, pending):
+        self._filesystem, self._path, self._pending = filesystem, path, pending
+
+    def exists(self, path):
+        return self._filesystem.exists(path)
+
+    def delete(self, path, recursive):
+        return self._filesystem.delete(path, recursive)
+
+    def rename(self, source, target):
+        renamed = self._filesystem.rename(source, target)
+        if self._pending and source.toUri().getPath() == self._path:
+            self._pending.pop()()
+        return renamed
+
+
+def test_overlapping_saves_to_one_path_leave_one_whole_model(tmp_path, pipeline, monkeypatch):
+    """Two runs saving one model at once: the second moves the first's new model into place between the
+    first's two renames.  The last one's whole model stays, with nothing beside it or inside it, where the
+    first one's rename moved its model into the second's (a stray folder: the next run refused the path)."""
+    from spark_bsvm.app import training_run
+
+    path = str(tmp_path / "model")
+    save_replacing(pipeline(), path)
+    first, second = pipeline(), pipeline()
+    hadoop_filesystem = training_run._hadoop_filesystem
+
+    pending = [lambda: save_replacing(second, path)]
+
+    def overlapped(at):
+        hadoop_path, target, filesystem = hadoop_filesystem(at)
+        return hadoop_path, target, _Overlapped(filesystem, path, pending)
+
+    monkeypatch.setattr(training_run, "_hadoop_filesystem", overlapped)
+    save_replacing(first, path)
+    monkeypatch.undo()
+    assert sorted(os.listdir(path)) == ["metadata", "stages"]
+    assert PipelineModel.load(path).stages[0].uid == first.stages[0].uid
+    assert os.listdir(tmp_path) == ["model"]
+    check_replaceable(path, SAVED_MODEL, "[output] model")
 
 
 def test_a_model_path_under_a_file_is_refused_before_the_fit(spark, tmp_path):
