@@ -24,6 +24,7 @@ from spark_bsvm.engine import wire
 log = logging.getLogger("spark_bsvm")
 
 ACCEPT_TIMEOUT = 600.0  # seconds to wait for the tasks that have not connected yet
+CONNECT_TIMEOUT = 10.0  # seconds a task tries to open its connection to the coordinator
 HELLO_TIMEOUT = 5.0  # seconds a new connection has to present the secret and its partition id
 MAX_STRANGERS = 64  # newcomers held at once beyond one per task
 CHECK_INTERVAL = 1.0  # seconds between calls of the coordinator's ``check`` while it waits

@@ -567,7 +567,9 @@ def raise_task_errors(rows):
     """Raise the error a task reported in its output row, if any: a ValueError for bad input, a MemoryError
     with the task's message (``out_of_memory``'s where a block or a round ran out, as the driver's coordinator
     raises it), a RuntimeError for anything else (a coordinator it could not reach, a failing solver)."""
-    for row in rows:
+    # a task's own account of why it could not reach the coordinator, or could not run, says more than the
+    # coordinating task's timeout while it waited for that task (``hosted.host_fit``)
+    for row in sorted(rows, key=lambda row: row["error_type"] not in (UNREACHABLE, MISSING)):
         if row["error_type"] == "ValueError":
             raise ValueError(row["error"])
         if row["error_type"] == "MemoryError":

@@ -4,12 +4,11 @@ The coordinator is on the driver (``TaskSpec.address``), or, in a fit coordinate
 (``TaskSpec.fit``), in partition 0's task, which posts its address to the others through
 ``BarrierTaskContext.allGather`` and runs the solver (``spark_bsvm.engine.hosted``).
 
-Every task tries to connect (for at most ``CONNECT_TIMEOUT`` seconds).  A task that cannot reach the
-coordinator ends with an output row that names the address, the executor and the fix: a coordinator
+Every task tries to connect (for at most ``rounds.CONNECT_TIMEOUT`` seconds).  A task that cannot reach
+the coordinator ends with an output row that names the address, the executor and the fix: a coordinator
 on the driver sees a task of its stage end before all connected, stops the others and raises that
-row's message; in a fit coordinated on the executors all tasks share the outcome through one
-``allGather`` and end at once.  (The driver's way saves the ``allGather``, ~1 s per fit on
-``local[2]``: ``bench/bench_engines.py``.)
+row's message; a coordinating task stops waiting for it a few seconds later, and the driver raises the
+unreachable task's message (``stage.raise_task_errors``).
 
 A task whose spec has no classes (``TaskSpec``) first checks its rows and sends the checks' groups,
 then builds its block from the coordinator's answer (``wire.CHECKED``), or ends at ``wire.STOP``.
@@ -34,12 +33,12 @@ import time
 from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import partition_block, partition_groups, partition_rows
 from spark_bsvm.engine.hosted import host_fit
+from spark_bsvm.engine.rounds import CONNECT_TIMEOUT
 from spark_bsvm.engine.task_threads import use_task_cores
 from spark_bsvm.engine.stage import (MISSING, UNREACHABLE, out_of_memory, output_batch, output_row, output_schema,
                                     record_batches)
 from spark_bsvm.engine.worker_gc import freeze_at_task_start
 
-CONNECT_TIMEOUT = 10.0  # seconds a task tries to open its connection to the coordinator
 
 
 def _advice(spec):
@@ -52,8 +51,7 @@ def _advice(spec):
 
 def reach_coordinator(context, address, spec):
     """(a socket connected to the coordinator at ``address``, None) or (None, the problem with the fix) when
-    this task could not connect; in a fit coordinated on the executors, when any task of the stage could
-    not, once every task has tried."""
+    this task could not connect."""
     sock, problem = None, ""
     try:
         sock = socket.create_connection(address, timeout=CONNECT_TIMEOUT)
@@ -65,12 +63,7 @@ def reach_coordinator(context, address, spec):
         executor = context.getTaskInfos()[context.partitionId()].address
         problem = (f"the training task on executor {executor} cannot reach the spark-bsvm coordinator at "
                    f"{address[0]}:{address[1]} ({exc}); {_advice(spec)}")
-    if spec.fit is None:  # the coordinator on the driver watches for a task that ends before connecting
-        return (sock, None) if sock is not None else (None, problem)
-    problems = [p for p in context.allGather(problem) if p]
-    if problems and sock is not None:
-        sock.close()
-    return (None, problems[0]) if problems else (sock, None)
+    return (sock, None) if sock is not None else (None, problem)
 
 
 def _report(sock, exc):

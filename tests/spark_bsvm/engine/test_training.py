@@ -152,6 +152,19 @@ def test_one_task_that_cannot_reach_the_coordinator_ends_the_fit_with_its_messag
                 pass
 
 
+def test_a_task_that_cannot_reach_the_coordinating_task_ends_the_fit_with_its_message(data):
+    """Coordinated on the executors: partition 1 is told a closed port; its own message (the address, its
+    executor, the fix) ends the fit, not the coordinating task's timeout while it waited for partition 1, and
+    no stage starts again."""
+    _, _, df = data
+    with refused_port() as port:
+        with pytest.raises(RuntimeError, match=rf"^the training task on executor \S+ cannot reach the spark-bsvm "
+                                               rf"coordinator at [^ ]+:{port} .*; executors must be able to open "
+                                               r"TCP connections to each other on any port$"):
+            train(df, fit_csvc, dict(C=3.0, kernel=KERNEL), num_partitions=2, mode="executor",
+                  fault_injection={"unreachable": 1, "port": port})
+
+
 def test_tasks_sent_to_a_server_that_is_not_the_coordinator_name_the_address(data, monkeypatch):
     """The tasks reach a server that accepts their connections and closes them unread (another service on that
     port): each fails with the address, and the fit (no restarts) ends with the task's exception
