@@ -11,7 +11,8 @@ That ``allGather`` is the fit's one barrier sync: Spark's task checks a sync's r
 cannot reach the coordinator ends with its own message (``task.reach_coordinator``), and this task, whose wait
 for it then times out, with a message the driver shows only where no task said more
 (``stage.raise_task_errors``): the fit's second sync, in which every task told the others whether it had
-connected, is gone (an ijcnn1 budget-L1 fit 2.5 s against ~0.6 s coordinated by the driver).
+connected, is gone: an ijcnn1 budget-L1 fit 1.5-1.9 s, where it took 2.6-2.9 s, against 0.3-0.6 s coordinated by
+the driver (``bench/bench_coordinator_modes.py``).
 
 A lost task fails the whole barrier stage, this task included: the stage starts again
 (``stage.TrainingData.run_stage``) and the fit starts over (the driver-side coordinator instead
