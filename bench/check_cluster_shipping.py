@@ -1,6 +1,7 @@
 """Shipping spark-bsvm to executors that are separate processes (``local-cluster[2,1,1024]``).
 
-1. Executors without spark-bsvm: the fit fails with one line that says so and how to ship it.
+1. Executors without spark-bsvm: the fit fails with one line that says so and how to ship it, coordinated by
+   the driver (in its training stage) and on the executors (in its job of checks, which runs first).
 2. The same application after ``addPyFile`` of a zip of ``core/`` and ``spark_bsvm/`` made by the README's
    ``zip`` command (what ``spark-submit --py-files`` does): the fit works, with the LocalEngine model.
 3. The README's recipe: ``spark-submit --py-files spark_bsvm.zip jobs/train.py`` on the same master and
@@ -76,12 +77,14 @@ def main():
     df.count()
     estimator = CSVC(C=1.0, gamma=0.5, numPartitions=2)
 
-    start = time.perf_counter()
-    try:
-        estimator.fit(df)
-        print("UNEXPECTED: the fit worked without the package on the executors")
-    except RuntimeError as exc:
-        print(f"without the package: failed in {time.perf_counter() - start:.1f}s with:\n  {exc}")
+    for mode in ("driver", "executor"):
+        start = time.perf_counter()
+        try:
+            estimator.copy().setCoordinatorMode(mode).fit(df)
+            print(f"UNEXPECTED: the fit coordinated by the {mode} worked without the package on the executors")
+        except RuntimeError as exc:
+            print(f"without the package, coordinatorMode='{mode}': failed in {time.perf_counter() - start:.1f}s "
+                  f"with:\n  {exc}")
 
     archive = _zip_package(work / "spark_bsvm.zip")
     spark.sparkContext.addPyFile(str(archive))

@@ -15,6 +15,14 @@ from spark_bsvm.engine.task_threads import use_task_cores
 from spark_bsvm.engine.worker_gc import freeze_at_task_start
 
 
+# what a task on an executor without spark-bsvm (or a package it needs) says, with its host and the import error:
+# the functions Spark ships to the tasks refer to nothing of spark-bsvm by name (they would fail to unpickle,
+# deep in a Java trace, after Spark's retries) and format this, which they hold
+MISSING_PACKAGE = ("executor {host} cannot import what a spark-bsvm fit needs ({error}): ship spark-bsvm to the "
+                   "executors: --py-files with a zip of core/ and spark_bsvm/, or pip install its wheel on every "
+                   "node (README: Running on a cluster)")
+
+
 class ColumnError(IllegalArgumentException, ValueError):
     """A missing or mistyped column.  An ``IllegalArgumentException``, as MLlib raises for one (MLflow's
     autolog finds a model's input columns by that type and "does not exist"), and a ``ValueError``."""
@@ -202,20 +210,34 @@ def check_training_data(prepared, features_col, label_col, weight_col=None, row_
     every feature's moments, and the driver collected them (rows of 2^20 hashed features: 3.4 s a job on
     two partitions, against 0.2 s; ``bench/HISTORY.md``).  ``row_bytes``: a bound of a row's bytes in Arrow
     (``stage.row_bytes`` of the features the column declares), which sizes the job's batches by their rows
-    (``session.row_sized_arrow_batches``); None when unknown."""
+    (``session.row_sized_arrow_batches``); None when unknown.  An executor without spark-bsvm makes it a
+    RuntimeError that says so (``MISSING_PACKAGE``)."""
     import json
 
     from spark_bsvm.engine.session import row_sized_arrow_batches
 
-    def checked(batches):
+    missing_package = MISSING_PACKAGE
+
+    def checked(batches):  # names nothing of spark-bsvm outside (``MISSING_PACKAGE``)
+        import socket
+
         import pyarrow as pa
         from pyspark import TaskContext
 
+        try:
+            from spark_bsvm.engine.blocks import partition_groups, partition_rows
+        except ImportError as exc:
+            yield pa.RecordBatch.from_pylist([{"groups": None, "missing": missing_package.format(
+                host=socket.gethostname(), error=exc)}])
+            return
         groups = partition_groups(partition_rows(batches), TaskContext.get().partitionId())
-        yield pa.RecordBatch.from_pylist([{"groups": json.dumps(groups)}])
+        yield pa.RecordBatch.from_pylist([{"groups": json.dumps(groups), "missing": None}])
 
     with row_sized_arrow_batches(prepared.sparkSession, row_bytes):
-        rows = prepared.mapInArrow(checked, "groups string").collect()
+        rows = prepared.mapInArrow(checked, "groups string, missing string").collect()
+    for row in rows:
+        if row["missing"]:
+            raise RuntimeError(row["missing"])
     groups = [g for row in rows for g in json.loads(row["groups"])]
     return judged_groups(groups, "validation" in prepared.columns, features_col, label_col, weight_col)
 

@@ -31,7 +31,7 @@ import socket
 import time
 
 from spark_bsvm.engine import wire
-from spark_bsvm.engine.blocks import partition_block, partition_groups, partition_rows
+from spark_bsvm.engine.blocks import MISSING_PACKAGE, partition_block, partition_groups, partition_rows
 from spark_bsvm.engine.hosted import host_fit
 from spark_bsvm.engine.rounds import CONNECT_TIMEOUT
 from spark_bsvm.engine.task_threads import use_task_cores
@@ -196,9 +196,7 @@ def make_task(spec, input_schema=None):
     fail to unpickle, deep in a Java trace, after the stage's restarts."""
     from pyspark import cloudpickle
 
-    payload, schema, missing = cloudpickle.dumps(spec), output_schema(), MISSING
-    advice = ("ship spark-bsvm to the executors: --py-files with a zip of core/ and spark_bsvm/, or pip install "
-              "its wheel on every node (README: Running on a cluster)")
+    payload, schema, missing, missing_package = cloudpickle.dumps(spec), output_schema(), MISSING, MISSING_PACKAGE
 
     def task(rows):
         import pickle
@@ -208,7 +206,7 @@ def make_task(spec, input_schema=None):
             from spark_bsvm.engine.task import run_task
             fit_spec = pickle.loads(payload)
         except ImportError as exc:
-            error = f"executor {socket.gethostname()} cannot import what a spark-bsvm fit needs ({exc}): {advice}"
+            error = missing_package.format(host=socket.gethostname(), error=exc)
             row = {"served": 0, "error_type": missing, "error": error, "model": None, "warnings": []}
             if input_schema is None:
                 import pyarrow as pa
