@@ -29,7 +29,7 @@ import numpy as np
 
 from bench.bench_engines import _forest, _ijcnn1, _spark_frame
 from bench.bench_wide_rows import wide_rows
-from bench.common import local_spark, print_table, tree_cpu_seconds
+from bench.common import local_spark, print_table, tree_timed
 
 BUDGET = 50
 CASES = ("ijcnn1", "forest", "wide")
@@ -54,13 +54,6 @@ def _frame(spark, case, wide_rows_count, directory):
     return _spark_frame(spark, X, y, directory), row_bytes(X.shape[1])
 
 
-def _timed(work):
-    """(``work()``, its wall seconds, the process tree's CPU seconds)."""
-    wall, cpu = time.perf_counter(), tree_cpu_seconds()
-    result = work()
-    return result, time.perf_counter() - wall, tree_cpu_seconds() - cpu
-
-
 def _sync_waits(spark):
     """Per task of a bare barrier stage of 2 tasks: the seconds its ``allGather`` waited; and the stage's."""
     def task(rows):
@@ -73,7 +66,7 @@ def _sync_waits(spark):
         yield time.perf_counter() - start
 
     stage = spark.sparkContext.parallelize(range(10), 2).barrier().mapPartitions(task)
-    waits, wall, _ = _timed(stage.collect)
+    waits, wall, _ = tree_timed(stage.collect)
     return waits, wall
 
 
@@ -102,10 +95,10 @@ def main():
                 for mode in ("executor", "driver"):
                     estimator = BudgetSVM(budget=BUDGET, C=10.0 / BUDGET, gamma=1.0, numPartitions=2,
                                           coordinatorMode=mode)
-                    models[mode], wall, cpu = _timed(lambda: estimator.fit(frame))
+                    models[mode], wall, cpu = tree_timed(lambda: estimator.fit(frame))
                     if repeat:  # the first fit each way loads the workers' code
                         runs[mode].append((wall, cpu))
-                _, wall, cpu = _timed(lambda: check_training_data(frame, "features", "label", row_bytes=bound))
+                _, wall, cpu = tree_timed(lambda: check_training_data(frame, "features", "label", row_bytes=bound))
                 if repeat:
                     runs["checks"].append((wall, cpu))
             median = {name: np.median(np.array(times), axis=0) for name, times in runs.items()}

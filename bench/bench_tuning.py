@@ -19,11 +19,10 @@ cache) on the same cached DataFrame.
 """
 
 import argparse
-import time
 
 import numpy as np
 
-from bench.common import load_covtype_20k, load_libsvm, local_spark, print_table, tree_cpu_seconds
+from bench.common import load_covtype_20k, load_libsvm, local_spark, print_table, tree_timed
 
 # name: (gammas, regParams (SpSVM's lambda), support sizes); the grids around bench_spsvm_cost's and
 # bench_spsvm's choices
@@ -44,13 +43,6 @@ def load(name, quick):
     if quick:
         X, y, Xt, yt = X[:1500], y[:1500], Xt[:1000], yt[:1000]
     return X, np.where(y > 0, 1.0, 0.0), Xt, np.where(yt > 0, 1.0, 0.0)
-
-
-def measured(fit):
-    """``fit()``'s result, wall seconds and CPU seconds of the process tree."""
-    wall, cpu = time.perf_counter(), tree_cpu_seconds()
-    result = fit()
-    return result, time.perf_counter() - wall, tree_cpu_seconds() - cpu
 
 
 def test_error(model, X, y):
@@ -92,8 +84,8 @@ def run(spark, name, quick):
     df = df.repartition(SLOTS).cache()
     df.count()
     one_fit(df, gammas[:1], reg_params[:1], (5,))  # warm-up: the Python workers, the imports, numba's cache
-    ours, ours_wall, ours_cpu = measured(lambda: one_fit(df, gammas, reg_params, sizes))
-    tvs, tvs_wall, tvs_cpu = measured(lambda: train_validation_split(df, gammas, reg_params, sizes))
+    ours, ours_wall, ours_cpu = tree_timed(lambda: one_fit(df, gammas, reg_params, sizes))
+    tvs, tvs_wall, tvs_cpu = tree_timed(lambda: train_validation_split(df, gammas, reg_params, sizes))
     grid_best = min(test_error(m, Xt, yt) for m in tvs.subModels)
     chosen_validation = ours.trainingSummary["validation"]["kept_error"]
     print(f"\n{name}: {len(y)} training rows ({VALIDATION:.0%} held out for validation), {len(yt)} test rows; "

@@ -26,6 +26,14 @@ def timed(fit):
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
+def tree_timed(work):
+    """``work()``'s result, wall seconds and the CPU seconds of this process and its descendants
+    (``tree_cpu_seconds``: Spark's JVM and Python workers too)."""
+    wall, cpu = time.perf_counter(), tree_cpu_seconds()
+    result = work()
+    return result, time.perf_counter() - wall, tree_cpu_seconds() - cpu
+
+
 def recorded_calls(owner, name):
     """Record the calls of ``owner.name`` from now on: it is replaced by a wrapper (a module's function, or a
     class's method, which its callers look up when they call it) that appends each call's wall seconds to

@@ -159,7 +159,7 @@ def replaced_whole(path, write):
         if filesystem.exists(target) and filesystem.rename(target, replaced):  # else another run moved it first
             aside.append(replaced)
         try:
-            placed = _rename_refusing(staged, target)
+            placed = _rename_refusing(filesystem, staged, target)
         except Exception as exc:
             if aside and not filesystem.exists(target):
                 filesystem.rename(aside.pop(), target)
@@ -173,20 +173,18 @@ def replaced_whole(path, write):
                   f"{path.rstrip('/')}.replaced-{tag}-*")
 
 
-def _rename_refusing(source, target):
-    """Rename the Hadoop path ``source`` to ``target``, or False where ``target`` exists (Hadoop's
+def _rename_refusing(filesystem, source, target):
+    """Rename the Hadoop path ``source`` to ``target`` of ``filesystem``, or False where ``target`` exists (Hadoop's
     ``FileContext.rename`` without its OVERWRITE option: one atomic step on HDFS, a test and a rename on a local
     disk); on a filesystem that has no ``FileContext``, the same test, then ``FileSystem.rename``."""
     from pyspark.sql import SparkSession
 
     context = SparkSession.active().sparkContext
     fs = context._jvm.org.apache.hadoop.fs
-    configuration = context._jsc.hadoopConfiguration()
-    filesystem = target.getFileSystem(configuration)
     # relative paths as the filesystem resolves them (FileContext has a working directory of its own)
     source, target = filesystem.makeQualified(source), filesystem.makeQualified(target)
     try:
-        files = fs.FileContext.getFileContext(target.toUri(), configuration)
+        files = fs.FileContext.getFileContext(target.toUri(), filesystem.getConf())
     except Exception as exc:  # py4j's error for Hadoop's UnsupportedFileSystemException
         if "UnsupportedFileSystemException" not in str(exc):
             raise

@@ -58,11 +58,8 @@ class _Overlapped:
     def __init__(self, filesystem, path, pending):
         self._filesystem, self._path, self._pending = filesystem, path, pending
 
-    def exists(self, path):
-        return self._filesystem.exists(path)
-
-    def delete(self, path, recursive):
-        return self._filesystem.delete(path, recursive)
+    def __getattr__(self, name):  # everything but rename as the filesystem's own
+        return getattr(self._filesystem, name)
 
     def rename(self, source, target):
         renamed = self._filesystem.rename(source, target)
