@@ -16,8 +16,8 @@ import numpy as np
 
 from core.config import NJIT
 from core.kernels import kernel_rows_from_transposed, kernel_rows_into
-from core.rows import (as_rows, csr_from_arrays, is_dense_block, is_sparse, n_rows, squared_norms, stack_rows, take_rows,
-                       to_csr, to_dense, transposed_rows)
+from core.rows import (as_rows, csr_from_arrays, is_dense_block, is_sparse, n_rows, squared_norms, stack_rows,
+                       take_rows, to_csr, to_dense, transposed_rows)
 
 
 class KernelColumns:

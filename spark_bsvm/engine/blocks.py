@@ -246,8 +246,9 @@ def judged_groups(groups, has_validation, features_col, label_col, weight_col=No
     """The ``DataSummary`` of the training data summarised by ``groups``, or the ValueError that
     ``check_training_data`` describes.  ``groups``: dicts of rows sharing a label, a partition, a validation
     mark and a row size, each of one partition's rows (``partition_groups``: in a job of checks,
-    ``check_training_data``, or in the training tasks): ``label``, ``partition``, ``validation`` (the rows are marked for validation; a
-    null mark counts as false, and as a ``null_validation``), ``size``, the counts ``rows``,
+    ``check_training_data``, or in the training tasks): ``label``, ``partition``, ``validation`` (the rows
+    are marked for validation; a null mark counts as false, and as a ``null_validation``), ``size``, the
+    counts ``rows``,
     ``null_features``, ``bad_values``, ``bad_weights``, ``zero_weights``, ``null_validation``, and the
     ``nonzeros``, the ``mean`` and the ``squares`` (``core.moments.value_moments``) of its usable rows'
     values.  ``scale_gamma`` comes from the groups of training rows alone."""

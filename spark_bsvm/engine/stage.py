@@ -194,8 +194,9 @@ class TaskSpec:
     """What every task of the stage needs: plain values only (it travels in the task's closure).
 
     ``classes`` None: the tasks check their rows first (``TrainingData.checks_in_stage``): each sends the
-    checks' groups of its rows (``wire.GROUPS``: ``blocks.partition_groups``) and builds its block from what the coordinator
-    answers (``wire.CHECKED``: the classes, the feature count and ``dense``), or ends at ``wire.STOP``;
+    checks' groups of its rows (``wire.GROUPS``: ``blocks.partition_groups``) and builds its block from
+    what the coordinator answers (``wire.CHECKED``: the classes, the feature count and ``dense``), or ends
+    at ``wire.STOP``;
     ``n_features``, ``n_examples`` and ``scale_gamma`` are None then too.
     ``address``: the driver's coordinator, or None when partition 0's task coordinates (``fit`` set).
     ``fault_injection``: test hook, ``{"round": k, "marker": path}`` makes partition 0 fail once at its
