@@ -1,5 +1,5 @@
 """Fits coordinated on the executors (Spark Connect's way) against fits coordinated by the driver, and what the
-executors' way adds: its Spark job of checks and its barrier syncs.
+executors' way adds: its Spark job of checks, and what a barrier sync would.
 
 Per data set, a cached frame in 2 partitions on ``local[2]`` (ijcnn1 and the Forest-shaped rows as
 ``bench_engines`` reads them; text-like rows of 2^20 features, ~20 stored a row, as ``bench_wide_rows``
@@ -15,8 +15,9 @@ first fit each way, alternating (executor, driver, executor, ...).  Printed, med
     same          whether both ways give the same model (coefficients within 1e-9)
 
 and, once, a bare barrier stage of 2 tasks over 10 numbers whose tasks call ``allGather`` (the executors'
-way posts the coordinator's address by one): the seconds each call waited, and the stage's.  Spark's task
-waits for a sync's reply in steps of one second (``BarrierTaskContext.runBarrier``).
+way posted the coordinator's address by one until the sixty-eighth session; its tasks now find it at ports
+the fit's secret gives, ``spark_bsvm.engine.hosted``): the seconds each call waited, and the stage's.  Spark's
+task waits for a sync's reply in steps of one second (``BarrierTaskContext.runBarrier``).
 
     python -m bench.bench_coordinator_modes [--repeats 3] [--wide-rows 4000] [--cases ijcnn1 forest wide]
 """

@@ -63,7 +63,7 @@ class Flood:
                 knock = time.monotonic()
                 intruder = self._connect(slow=False)
                 if intruder is not None:
-                    wire.send_hello(intruder, "0" * 64, 0)
+                    intruder.sendall(wire.HELLO.pack(b"0" * 64, 0))
                     intruder.close()
             self.done.wait(0.02)
 

@@ -1,36 +1,100 @@
 """A fit coordinated on the executors: partition 0's barrier task hosts the coordinator and runs the solver.
 
 Under Spark Connect the client may be far from the cluster, so executors cannot reach a socket in the
-client's process.  Then partition 0's task listens on its executor's address, posts it to the other
-tasks through ``BarrierTaskContext.allGather``, computes its own partition in-process
-(``TaskEngine``) and runs the same core training function the driver would run; the trained model
+client's process.  Then partition 0's task listens on its executor's address, computes its own partition
+in-process (``TaskEngine``) and runs the same core training function the driver would run; the trained model
 leaves the stage as that task's output row, with the solver's warnings.
 
-That ``allGather`` is the fit's one barrier sync: Spark's task checks a sync's reply once a second
-(``BarrierTaskContext.runBarrier`` sleeps 1 s between its checks), so each sync costs a fit ~1 s.  A task that
-cannot reach the coordinator ends with its own message (``task.reach_coordinator``), and this task, whose wait
-for it then times out, with a message the driver shows only where no task said more
-(``stage.raise_task_errors``): the fit's second sync, in which every task told the others whether it had
-connected, is gone: an ijcnn1 budget-L1 fit 1.5-1.9 s, where it took 2.6-2.9 s, against 0.3-0.6 s coordinated by
-the driver (``bench/bench_coordinator_modes.py``).
+The other tasks find it without a barrier sync (``meeting_place``): its host is partition 0's executor (in
+every task's ``getTaskInfos()``) and its port the first free one of a few that the fit's secret and the stage's
+id give (``MEETING_PORTS``), which every task works out alike.  A task tries them in turn until
+one answers with the proof of that secret (``wire.greet``), so a port another service holds, or another fit's
+coordinator, is passed over before the task sends the secret.  A barrier sync costs a fit ~1 s: Spark's task
+checks a sync's reply once a second (``BarrierTaskContext.runBarrier`` sleeps 1 s between its checks).  The
+fit's two syncs (partition 0 posting its address through ``allGather``, then every task telling the others
+whether it had connected) took an ijcnn1 budget-L1 fit to 2.6-2.9 s, and the first alone to 1.5-1.9 s,
+against 0.3-0.6 s coordinated by the driver (``bench/bench_coordinator_modes.py``).  A task that cannot
+reach the coordinator ends with its own message (``find_coordinating_task``), and this task, whose wait for it
+then times out, with a message the driver shows only where no task said more (``stage.raise_task_errors``).
 
 A lost task fails the whole barrier stage, this task included: the stage starts again
 (``stage.TrainingData.run_stage``) and the fit starts over (the driver-side coordinator instead
-resumes from its model).
+resumes from its model), on other ports and with another secret (the new stage's), so that no task
+of the new stage reaches a coordinator of the old one still shutting down.
 """
 
 import contextlib
-import json
+import hashlib
+import hmac
 import logging
 import os
 import signal
+import socket
+import time
 
 from core.engine import Engine
 from core.partition import function_name
 from core.separation import warn_if_one_class
+from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import partition_block, partition_rows
 from spark_bsvm.engine.rounds import CONNECT_TIMEOUT, Coordinator, LostTask
 from spark_bsvm.engine.stage import out_of_memory
+
+
+# the ports partition 0's task may listen on: above Linux's ephemeral ports (32768-60999 by default), which the
+# system gives outgoing connections, so that one rarely holds them
+MEETING_PORTS = range(61000, 65536)
+MEETING_CANDIDATES = 8  # ports tried, in a fit's own order: the first free one is taken
+GREETING_TIMEOUT = 2.0  # seconds a task waits for the proof on a port that accepted it before trying the next
+
+
+def meeting_place(context, secret):
+    """(host, ports, the stage's secret) of the coordinator of a fit coordinated on the executors with the
+    fit's ``secret``, as every task of the stage of ``context`` works it out alike: partition 0's executor,
+    the ports to try in order, and the secret the tasks and the coordinator use in this stage (a barrier
+    stage is not retried within its job: the fit starts another job, whose stage has another id)."""
+    stage_secret = hmac.new(secret.encode(), f"stage {context.stageId()}".encode(), hashlib.sha256).hexdigest()
+    digest = hmac.new(stage_secret.encode(), b"meeting ports", hashlib.sha256).digest()
+    ports = [MEETING_PORTS[int.from_bytes(digest[2 * k:2 * k + 2], "big") % len(MEETING_PORTS)]
+             for k in range(MEETING_CANDIDATES)]
+    host = context.getTaskInfos()[0].address.rsplit(":", 1)[0]  # partition 0's executor, as the others know it
+    return host, list(dict.fromkeys(ports)), stage_secret
+
+
+def _listen(host, ports, partitions, secret):
+    """The coordinator of ``partitions``, listening on ``host`` at the first of ``ports`` that is free."""
+    for port in ports:
+        try:
+            return Coordinator(host, partitions, secret, port=port)
+        except OSError as exc:  # another service holds the port, say
+            problem = exc
+    raise OSError(f"the task coordinating the fit cannot listen on {host} at any of ports "
+                  f"{', '.join(map(str, ports))} (the last: {problem})")
+
+
+def find_coordinating_task(host, ports, secret, pid):
+    """(a socket connected to the coordinator at ``host`` on one of ``ports``, greeted with ``secret`` as
+    partition ``pid``'s task, None), or (None, the last port's OSError) after ``CONNECT_TIMEOUT`` seconds of
+    trying the ports in turn: the coordinating task may start listening after this task starts looking."""
+    deadline = time.monotonic() + CONNECT_TIMEOUT
+    while True:
+        for port in ports:
+            try:
+                sock = socket.create_connection((host, port), timeout=GREETING_TIMEOUT)
+            except OSError as exc:  # nothing listens there (yet)
+                problem = exc
+                continue
+            try:
+                wire.greet(sock, secret, pid)
+            except OSError as exc:  # another service, another fit's coordinator, or a wait for the proof too long
+                sock.close()
+                problem = exc
+                continue
+            sock.settimeout(None)
+            return sock, None
+        if time.monotonic() > deadline:
+            return None, problem
+        time.sleep(0.005)
 
 
 @contextlib.contextmanager
@@ -95,10 +159,9 @@ class _Warnings(logging.Handler):
 def host_fit(context, batches, spec):
     """Coordinate the fit ``spec.fit`` from partition 0's task; the task's output row (the model or the
     error that ended the fit)."""
-    host = context.getTaskInfos()[0].address.rsplit(":", 1)[0]  # this executor, as the others know it
-    coordinator = Coordinator(host, range(1, spec.n_partitions), spec.secret)
+    host, ports, secret = meeting_place(context, spec.secret)
+    coordinator = _listen(host, ports, range(1, spec.n_partitions), secret)
     try:
-        context.allGather(json.dumps(list(coordinator.address)))
         try:  # a task that gives up sooner reports why in its own row
             coordinator.accept_all(timeout=CONNECT_TIMEOUT + 5.0)
         except TimeoutError as exc:

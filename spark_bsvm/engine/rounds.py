@@ -2,8 +2,9 @@
 gathers their answers.  Spark-free, so that it runs on the driver (``SparkEngine``) and inside the
 barrier task that coordinates a fit on the executors (``spark_bsvm.engine.hosted``) alike.
 
-Security: the listener serves only connections that present the per-fit secret; nothing received
-is ever unpickled (``spark_bsvm.engine.wire``).
+Security: the listener serves only connections that present the per-fit secret, and shows each connection it
+accepts that it knows that secret before the task sends it (``wire.proof``); nothing received is ever
+unpickled (``spark_bsvm.engine.wire``).
 
 Admission never holds up a round.  The listener and the connections that have not yet sent their
 hello ("newcomers") are polled in the same ``select`` as the tasks' answers and read only as far as
@@ -73,7 +74,8 @@ class _Newcomer:
 
 
 class Coordinator:
-    """Listens on ``host`` and talks to the tasks of ``partitions`` (their partition ids).
+    """Listens on ``host`` (at ``port``; 0: a port the system chooses) and talks to the tasks of
+    ``partitions`` (their partition ids).
 
     ``check`` is called about once a second while waiting; it raises to end the wait (the Spark stage
     has failed, say).  ``conns`` holds the tasks that serve rounds, ``arrived`` the tasks admitted
@@ -81,12 +83,12 @@ class Coordinator:
     ``RoundTimes`` of the rounds gathered.
     """
 
-    def __init__(self, host, partitions, secret, check=None):
+    def __init__(self, host, partitions, secret, check=None, port=0):
         self.partitions = sorted(partitions)
         self.max_newcomers = len(self.partitions) + MAX_STRANGERS
-        self.listener = socket.create_server((host, 0), backlog=self.max_newcomers)
+        self.listener = socket.create_server((host, port), backlog=self.max_newcomers)
         self.listener.setblocking(False)
-        self.secret = secret
+        self.secret, self.proof = secret, wire.proof(secret)
         self.check = check or (lambda: None)
         self.conns = {}
         self.arrived = {}
@@ -153,6 +155,11 @@ class Coordinator:
             if len(self.newcomers) >= self.max_newcomers:
                 self._refuse(next(iter(self.newcomers)), "too many connections waited for their hello at once")
             self.newcomers[conn] = _Newcomer(time.monotonic() + HELLO_TIMEOUT)
+            try:  # a fresh connection's send buffer holds the few bytes of the proof: this never waits
+                conn.send(self.proof)
+            except OSError:
+                self._refuse(conn, "it closed before sending the secret")
+                continue
             self._read_hello(conn)
 
     def _poll(self, conns, timeout=CHECK_INTERVAL):

@@ -1,10 +1,11 @@
 """What every barrier task of a fit runs: reach the coordinator, build its block, serve rounds.
 
 The coordinator is on the driver (``TaskSpec.address``), or, in a fit coordinated on the executors
-(``TaskSpec.fit``), in partition 0's task, which posts its address to the others through
-``BarrierTaskContext.allGather`` and runs the solver (``spark_bsvm.engine.hosted``).
+(``TaskSpec.fit``), in partition 0's task, which listens at a place every task works out from the fit's
+secret (``hosted.meeting_place``) and runs the solver (``spark_bsvm.engine.hosted``).
 
-Every task tries to connect (for at most ``rounds.CONNECT_TIMEOUT`` seconds).  A task that cannot reach
+Every task tries to connect (for at most ``rounds.CONNECT_TIMEOUT`` seconds) and checks the coordinator's
+proof of the fit's secret before it sends the secret (``wire.greet``).  A task that cannot reach
 the coordinator ends with an output row that names the address, the executor and the fix: a coordinator
 on the driver sees a task of its stage end before all connected, stops the others and raises that
 row's message; a coordinating task stops waiting for it a few seconds later, and the driver raises the
@@ -25,14 +26,13 @@ the first round fails it with the address it reached (the coordinator refused th
 service listens on that port), which the fit's error shows once its restarts are spent.
 """
 
-import json
 import os
 import socket
 import time
 
 from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import MISSING_PACKAGE, partition_block, partition_groups, partition_rows
-from spark_bsvm.engine.hosted import host_fit
+from spark_bsvm.engine.hosted import MEETING_PORTS, find_coordinating_task, host_fit, meeting_place
 from spark_bsvm.engine.rounds import CONNECT_TIMEOUT
 from spark_bsvm.engine.task_threads import use_task_cores
 from spark_bsvm.engine.stage import (MISSING, UNREACHABLE, out_of_memory, output_batch, output_row, output_schema,
@@ -41,29 +41,51 @@ from spark_bsvm.engine.worker_gc import freeze_at_task_start
 
 
 
-def _advice(spec):
-    if spec.fit is None:
-        return ("executors must be able to open TCP connections to the driver's address on any port: open "
-                "them, set spark.driver.host to an address the executors reach, or coordinate the fit on the "
-                "executors with coordinatorMode='executor'")
-    return "executors must be able to open TCP connections to each other on any port"
+def _unreachable(context, where, exc, advice):
+    """The message of a task that cannot reach the coordinator at ``where`` (``exc``: the last try's error)."""
+    executor = context.getTaskInfos()[context.partitionId()].address
+    return (f"the training task on executor {executor} cannot reach the spark-bsvm coordinator at {where} ({exc}); "
+            f"{advice}")
 
 
-def reach_coordinator(context, address, spec):
-    """(a socket connected to the coordinator at ``address``, None) or (None, the problem with the fix) when
-    this task could not connect."""
-    sock, problem = None, ""
-    try:
-        sock = socket.create_connection(address, timeout=CONNECT_TIMEOUT)
+def reach_coordinator(context, spec, pid):
+    """(a socket connected to the fit's coordinator, the address it reached, None), or (None, None, the problem
+    with the fix) when this task could not connect.  On the driver the proof is waited for without a limit,
+    as the rounds' requests are: a peer that closes first or proves nothing ends the task."""
+    injection = spec.fault_injection or {}
+    if spec.fit is not None:  # partition 0's task coordinates: found among the ports of the fit's meeting place
+        host, ports, secret = meeting_place(context, spec.secret)
+        if injection.get("unreachable") == pid:  # test hook: this task is told a port where nothing listens
+            ports = [injection["port"]]
+        sock, exc = find_coordinating_task(host, ports, secret, pid)
+        if sock is None:
+            return None, None, _unreachable(
+                context, f"{host} on port {' or '.join(map(str, ports))}", exc,
+                f"executors must be able to open TCP connections to each other on ports {MEETING_PORTS.start}-"
+                f"{MEETING_PORTS.stop - 1}")
+        address = sock.getpeername()[:2]
+    else:
+        address = spec.address
+        if injection.get("unreachable") == pid:
+            address = (address[0], injection["port"])
+        try:
+            sock = socket.create_connection(address, timeout=CONNECT_TIMEOUT)
+        except OSError as exc:
+            return None, None, _unreachable(
+                context, f"{address[0]}:{address[1]}", exc,
+                "executors must be able to open TCP connections to the driver's address on any port: open them, set "
+                "spark.driver.host to an address the executors reach, or coordinate the fit on the executors with "
+                "coordinatorMode='executor'")
         sock.settimeout(None)
-        # frames go out in several writes (header, then large arrays): without NODELAY, Nagle holds the
-        # second write until the first is acknowledged, and a delayed ACK costs 40 ms per round
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    except OSError as exc:
-        executor = context.getTaskInfos()[context.partitionId()].address
-        problem = (f"the training task on executor {executor} cannot reach the spark-bsvm coordinator at "
-                   f"{address[0]}:{address[1]} ({exc}); {_advice(spec)}")
-    return (sock, None) if sock is not None else (None, problem)
+        try:
+            wire.greet(sock, spec.secret, pid)
+        except OSError as exc:  # ConnectionError: it closed; PermissionError: it proved nothing
+            sock.close()
+            raise _closed_early(address) from exc
+    # frames go out in several writes (header, then large arrays): without NODELAY, Nagle holds the
+    # second write until the first is acknowledged, and a delayed ACK costs 40 ms per round
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock, address, None
 
 
 def _report(sock, exc):
@@ -94,7 +116,8 @@ def _inject_fault(pid, served, injection):
 
 
 def _closed_early(address):
-    """The error of a task whose connection to ``address`` closed before its first round."""
+    """The error of a task whose connection to ``address`` closed before its first round, or whose peer there
+    did not prove it knows the fit's secret."""
     return ConnectionError(f"the training task reached {address[0]}:{address[1]}, but the connection closed before "
                            "its first round: the spark-bsvm coordinator refused it, or something else listens there")
 
@@ -105,18 +128,12 @@ def _serve(context, batches, spec):
     from core.partition import PARTITION_FUNCTIONS
 
     pid = context.partitionId()
-    address = spec.address
-    if address is None:  # partition 0's task coordinates: it posts its address first
-        address = tuple(json.loads(context.allGather("")[0]))
     injection = spec.fault_injection or {}
-    if injection.get("unreachable") == pid:  # test hook: this task is told a port where nothing listens
-        address = (address[0], injection["port"])
-    sock, problem = reach_coordinator(context, address, spec)
+    sock, address, problem = reach_coordinator(context, spec, pid)
     if problem:
         return {"error_type": UNREACHABLE, "error": problem}
     served = 0
     try:
-        wire.send_hello(sock, spec.secret, pid)
         partition = partition_rows(batches)
         n_features, classes, dense = spec.n_features, spec.classes, spec.dense
         if classes is None:  # this task checks its rows; the coordinator judges every task's checks

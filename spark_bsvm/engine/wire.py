@@ -13,10 +13,14 @@ which cost ~0.2 ms an array (``ast.literal_eval``).  A CSR block is checked in f
 shape) before any kernel sees it.  A frame of another version is refused with a message that says the
 driver and the executors run different spark-bsvm versions.
 
-A connection starts with the task sending the per-fit secret (32 bytes in hex) and its partition id;
-the coordinator compares the secret in constant time before reading anything else.
+A connection starts with the coordinator proving it knows the per-fit secret (``proof``: an HMAC of a fixed
+text under the secret) and the task, once it has checked that proof, sending the secret (32 bytes in hex) and
+its partition id; the coordinator compares the secret in constant time before reading anything else.  A task
+that looks for a coordinating task among a few ports (``spark_bsvm.engine.hosted``) so never sends the secret
+to another service that listens on one of them.
 """
 
+import hashlib
 import hmac
 import json
 import math
@@ -211,9 +215,21 @@ def recv(sock):
 
 
 HELLO = struct.Struct(">64sq")  # hex secret, partition id
+PROOF_SIZE = hashlib.sha256().digest_size
 
 
-def send_hello(sock, secret, partition_id):
+def proof(secret):
+    """The bytes a coordinator sends first on each connection: they show it knows ``secret``, and reveal
+    nothing of it."""
+    return hmac.new(secret.encode(), b"spark-bsvm coordinator", hashlib.sha256).digest()
+
+
+def greet(sock, secret, partition_id):
+    """The task's side of a connection's start: check the coordinator's proof of ``secret`` (waiting for it as
+    long as ``sock``'s timeout), then send the hello.  A ConnectionError if the peer closed first, a
+    PermissionError if its proof is not of ``secret`` (another service, or another fit's coordinator)."""
+    if not hmac.compare_digest(_recv_exactly(sock, PROOF_SIZE), proof(secret)):
+        raise PermissionError("the peer did not prove it knows the fit's secret")
     sock.sendall(HELLO.pack(secret.encode(), partition_id))
 
 

@@ -143,7 +143,7 @@ def test_a_flood_of_strangers_during_a_fit_changes_nothing_and_is_never_waited_f
         slow.append(socket.create_connection(address))
         slow[-1].sendall(wire.HELLO.pack(b"0" * 64, 0)[:20])
         intruders.append(socket.create_connection(address))
-        wire.send_hello(intruders[-1], "0" * 64, 0)
+        intruders[-1].sendall(wire.HELLO.pack(b"0" * 64, 0))
         wire.send(intruders[-1], {"function": "dual_round"})
 
     with SparkEngine(to_df(spark, X, y), num_partitions=2) as engine:

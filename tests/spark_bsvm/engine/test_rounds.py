@@ -20,19 +20,29 @@ def coordinator():
 
 
 def still_open(sock):
-    """Whether the other side of ``sock`` (the coordinator) has neither closed it nor sent anything on it."""
+    """Whether the other side of ``sock`` (the coordinator) has neither closed it nor sent anything on it but
+    the proof of its secret (read here, if it is waiting)."""
     sock.setblocking(False)
     try:
-        return sock.recv(1) is None
+        sent = sock.recv(wire.PROOF_SIZE + 1)
     except BlockingIOError:
         return True
     except OSError:
         return False
+    return len(sent) == wire.PROOF_SIZE and still_open(sock)
 
 
 def _task(address, pid, secret=SECRET):
+    """A task's connection whose hello goes out before the coordinator's proof arrives (the coordinator runs in
+    this thread: a task waiting for the proof first would wait for ever); ``_proven`` reads that proof later."""
     sock = socket.create_connection(address)
-    wire.send_hello(sock, secret, pid)
+    sock.sendall(wire.HELLO.pack(secret.encode(), pid))
+    return sock
+
+
+def _proven(sock, secret=SECRET):
+    """``sock``, after reading the coordinator's proof of ``secret`` from it (the first bytes it sent)."""
+    assert wire._recv_exactly(sock, wire.PROOF_SIZE) == wire.proof(secret)
     return sock
 
 
@@ -93,6 +103,7 @@ def test_a_stranger_silent_past_its_deadline_is_dropped_at_the_next_poll(coordin
 def test_a_round_is_timed_and_the_tasks_work_seconds_leave_their_answers(coordinator):
     tasks = [_task(coordinator.address, pid) for pid in (0, 1)]
     coordinator.accept_all(timeout=60)
+    tasks = [_proven(sock) for sock in tasks]
     for round_number in (1, 2):
         coordinator.send_all({"function": "f", "round": round_number})
         for pid, sock in enumerate(tasks):
@@ -110,6 +121,7 @@ def test_a_round_is_timed_and_the_tasks_work_seconds_leave_their_answers(coordin
 def test_an_answer_from_another_spark_bsvm_version_fails_the_round_saying_so(coordinator):
     tasks = [_task(coordinator.address, pid) for pid in (0, 1)]
     coordinator.accept_all(timeout=60)
+    tasks = [_proven(sock) for sock in tasks]
     coordinator.send_all({"function": "f"})
     wire.send(tasks[0], {"pid": 0, wire.WORK: 0.0})
     # the first wire format, as an executor left with an older spark-bsvm would answer
@@ -118,5 +130,35 @@ def test_an_answer_from_another_spark_bsvm_version_fails_the_round_saying_so(coo
     tasks[1].sendall(struct.pack(">Q", len(payload)) + payload)
     with pytest.raises(ValueError, match="the driver and the executors run different spark-bsvm versions"):
         coordinator.gather()
+    for sock in tasks:
+        sock.close()
+
+
+def test_a_task_greets_only_a_peer_that_proves_the_fits_secret(coordinator):
+    """``wire.greet``: the task sends its secret only after the peer's proof of it; another fit's coordinator
+    and a peer that closes at once are refused before the secret leaves, the fit's own coordinator admits it."""
+    other = rounds.Coordinator("127.0.0.1", [0, 1], "0" * 64)
+    sock = socket.create_connection(other.address, timeout=10)
+    other._poll([], timeout=5)  # accepted: its proof goes out
+    with pytest.raises(PermissionError, match="did not prove it knows the fit's secret"):
+        wire.greet(sock, SECRET, 0)
+    sock.close()
+    other._poll([], timeout=5)
+    assert other.arrived == {} and other.refused == {"it closed before sending the secret": 1}
+    other.close()
+    with socket.create_server(("127.0.0.1", 0)) as closing:
+        sock = socket.create_connection(closing.getsockname()[:2], timeout=10)
+        closing.accept()[0].close()
+        with pytest.raises(ConnectionError, match="the peer closed the connection"):
+            wire.greet(sock, SECRET, 0)
+        sock.close()
+    tasks = [socket.create_connection(coordinator.address, timeout=10) for _ in range(2)]
+    greeting = [threading.Thread(target=wire.greet, args=(sock, SECRET, pid)) for pid, sock in enumerate(tasks)]
+    for thread in greeting:
+        thread.start()
+    coordinator.accept_all(timeout=60)
+    for thread in greeting:
+        thread.join()
+    assert sorted(coordinator.conns) == [0, 1] and coordinator.refused == {}
     for sock in tasks:
         sock.close()

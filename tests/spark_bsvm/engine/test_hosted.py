@@ -1,0 +1,139 @@
+"""How the tasks of a fit coordinated on the executors find the coordinating task without a barrier sync,
+without Spark: the ports every task works out alike, a port held by another service or by another fit's
+coordinator passed over with the secret kept, and a coordinator that starts listening after the tasks look."""
+
+import socket
+import threading
+import time
+
+import pytest
+
+from spark_bsvm.engine import hosted
+
+SECRET = "a7" * 32
+
+
+class _Context:
+    """What ``hosted.meeting_place`` reads of a ``BarrierTaskContext``."""
+
+    def __init__(self, stage):
+        self.stage = stage
+
+    def stageId(self):
+        return self.stage
+
+    def getTaskInfos(self):
+        return [type("TaskInfo", (), {"address": "127.0.0.1:40001"})()]
+
+
+class _Listener:
+    """A server on ``port`` of 127.0.0.1 that keeps what each connection sends it, answering with ``answer``
+    (None: nothing, the connection left open until the server closes)."""
+
+    def __init__(self, port, answer=None):
+        self.server = socket.create_server(("127.0.0.1", port))
+        self.server.settimeout(0.05)
+        self.answer, self.received, self.conns, self.stopped = answer, [], [], threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stopped.is_set():
+            try:
+                conn = self.server.accept()[0]
+            except TimeoutError:
+                continue
+            self.conns.append(conn)
+            if self.answer is not None:
+                conn.sendall(self.answer)
+            conn.settimeout(0.5)
+            try:
+                self.received.append(conn.recv(1024))
+            except OSError:
+                pass
+
+    def close(self):
+        self.stopped.set()
+        self.thread.join()
+        self.server.close()
+        for conn in self.conns:
+            conn.close()
+
+
+def test_every_task_of_a_stage_works_out_the_same_place_and_a_new_stage_another():
+    first = hosted.meeting_place(_Context(7), SECRET)
+    assert hosted.meeting_place(_Context(7), SECRET) == first
+    host, ports, secret = first
+    assert host == "127.0.0.1" and secret != SECRET and len(secret) == 64
+    assert len(ports) == len(set(ports)) >= hosted.MEETING_CANDIDATES - 1
+    assert all(port in hosted.MEETING_PORTS for port in ports)
+    again, other_fit = hosted.meeting_place(_Context(8), SECRET), hosted.meeting_place(_Context(7), "b8" * 32)
+    for other in (again, other_fit):
+        assert other[1] != ports and other[2] != secret
+
+
+@pytest.mark.parametrize("holder", ["silent", "junk", "another fit's coordinator"])
+def test_ports_held_by_others_are_passed_over_and_never_hear_the_secret(holder, monkeypatch):
+    """The first two ports of the fit's place are held (by a service that answers nothing, by one that answers
+    junk, or by another fit's coordinator): the coordinating task listens on the third, and a task finds it
+    there, having sent nothing to the first two."""
+    monkeypatch.setattr(hosted, "GREETING_TIMEOUT", 0.3)
+    host, ports, secret = hosted.meeting_place(_Context(3), SECRET)
+    if holder == "another fit's coordinator":
+        others = [hosted.Coordinator(host, [1], "c9" * 32, port=port) for port in ports[:2]]
+    else:
+        others = [_Listener(port, answer=None if holder == "silent" else b"x" * 40) for port in ports[:2]]
+    coordinator = hosted._listen(host, ports, [1], secret)
+    found = []
+    looking = threading.Thread(target=lambda: found.append(hosted.find_coordinating_task(host, ports, secret, 1)))
+    looking.start()
+    while looking.is_alive():  # the coordinators accept connections (and send their proofs) as they poll
+        for other in others:
+            if isinstance(other, hosted.Coordinator):
+                other._poll([], timeout=0.01)
+        coordinator._poll([], timeout=0.01)
+    coordinator.accept_all(timeout=1)
+    (sock, problem), = found
+    assert problem is None and sock.getpeername()[1] == coordinator.address[1] == ports[2]
+    assert list(coordinator.conns) == [1]
+    if holder == "another fit's coordinator":
+        assert all(other.arrived == {} and not other.conns for other in others)
+    else:
+        assert all(secret.encode() not in b"".join(other.received) for other in others)
+        assert all(other.conns for other in others)  # each was tried
+    sock.close()
+    coordinator.close()
+    for other in others:
+        other.close()
+
+
+def test_a_task_that_looks_before_the_coordinator_listens_finds_it():
+    host, ports, secret = hosted.meeting_place(_Context(4), SECRET)
+    found = []
+    looking = threading.Thread(target=lambda: found.append(hosted.find_coordinating_task(host, ports, secret, 1)))
+    looking.start()
+    time.sleep(0.3)  # the task has tried every port a few times, refused
+    coordinator = hosted._listen(host, ports, [1], secret)
+    coordinator.accept_all(timeout=10)
+    looking.join()
+    (sock, problem), = found
+    assert problem is None and list(coordinator.conns) == [1] and coordinator.address[1] == ports[0]
+    sock.close()
+    coordinator.close()
+
+
+def test_a_task_that_finds_no_coordinator_gives_up_with_the_last_error(monkeypatch):
+    monkeypatch.setattr(hosted, "CONNECT_TIMEOUT", 0.2)
+    host, ports, secret = hosted.meeting_place(_Context(5), SECRET)
+    sock, problem = hosted.find_coordinating_task(host, ports, secret, 1)
+    assert sock is None and isinstance(problem, ConnectionRefusedError)
+
+
+def test_a_coordinating_task_with_every_port_held_says_which():
+    host, ports, secret = hosted.meeting_place(_Context(6), SECRET)
+    held = [socket.create_server((host, port)) for port in ports]
+    with pytest.raises(OSError, match=rf"cannot listen on 127.0.0.1 at any of ports {ports[0]}, .*{ports[-1]} "
+                                      r"\(the last: .*in use.*\)$"):
+        hosted._listen(host, ports, [1], secret)
+    for server in held:
+        server.close()
