@@ -74,8 +74,9 @@ in alternating processes).  CSR rows of many features (text, hashed features:
 a million of them, tens stored a row) would make those columns gigabytes,
 and clearing a column for the row stepped on a pass over every feature:
 there the driver holds each s_j's stored entries (``_SupportBuffer``)
-and sums x_i . s_j over them, x_i scattered into a vector of the features;
-both sums add the products of the features x_i and s_j share, in the
+and sums x_i . s_j over them, x_i scattered into a vector of the features
+(``core.kernels._add_scattered_dots``, as ``_pair_dots`` sums pairs of CSR
+rows); both sums add the products of the features x_i and s_j share, in the
 features' order (the others add x 0.0), so both stores give the same bits.
 """
 
@@ -87,7 +88,7 @@ import numba
 import numpy as np
 
 from core.config import NJIT
-from core.kernels import KernelSpec, add_entries_times_rows, finish_tile
+from core.kernels import KernelSpec, _add_scattered_dots, add_entries_times_rows, finish_tile
 from core.model import KernelExpansion
 from core.partition.ebsvm import ebsvm_batch, ebsvm_describe
 from core.partition.validation import validate_expansion
@@ -111,8 +112,8 @@ class _SupportBuffer:
     """The driver's support set S: the rows s_j, beta_j, the running sums of a_j, ids, the step that added each.
 
     The rows are held as the columns of a (p, capacity) array (a step's dot products read each feature of every
-    s_j contiguously), or, ``by_entries``, by the stored entries of CSR rows: s_j's are ``data[a:a + l]`` at
-    features ``indices[a:a + l]``, (a, l) = ``spans[:, j]``; entries of support vectors removed stay in that
+    s_j contiguously), or, ``by_entries``, by the stored entries of CSR rows: s_j's are ``data[a:b]`` at
+    features ``indices[a:b]``, (a, b) = ``spans[:, j]``; entries of support vectors removed stay in that
     pool until it fills, and are then dropped (``_make_room``), and ``scattered`` holds the row stepped on as a
     vector of the features.  The other form's arrays have no rows, so that ``_remove_smallest`` and ``grow``
     move both alike."""
@@ -160,27 +161,29 @@ class _SupportBuffer:
     def _make_room(self, n, entries):
         """Room in the pool for a row of ``entries`` more: the entries of the ``n`` support vectors moved to its
         front, in a pool twice as large when that leaves less than half of it free."""
-        starts, lengths = self.spans[0, :n], self.spans[1, :n]
+        lengths = self.spans[1, :n] - self.spans[0, :n]
         live = int(lengths.sum())
         size = self.data.size if 2 * (live + entries) <= self.data.size else 2 * (live + entries)
-        at = _pool_places(starts, lengths)
+        at = _pool_places(self.spans[0, :n], lengths)
         data, indices = np.zeros(size), np.zeros(size, np.int32)
         data[:live], indices[:live] = self.data[at], self.indices[at]
-        self.spans[0, :n] = np.cumsum(lengths) - lengths
+        self.spans[1, :n] = np.cumsum(lengths)
+        self.spans[0, :n] = self.spans[1, :n] - lengths
         self.data, self.indices, self.end[0] = data, indices, live
 
     def rows(self, order):
         """The rows of the support vectors ``order``: a CSR block when held by entries, else a dense one."""
         if not self.by_entries:
             return np.ascontiguousarray(self.columns[:, order].T)
-        starts, lengths = self.spans[0, order], self.spans[1, order]
+        starts = self.spans[0, order]
+        lengths = self.spans[1, order] - starts
         indptr = np.concatenate([[0], np.cumsum(lengths)])
         at = _pool_places(starts, lengths)
         return as_rows(csr_from_arrays(self.data[at], self.indices[at], indptr, (order.size, self.n_features)))
 
 
 def _pool_places(starts, lengths):
-    """The places in the pool of the entries of the spans (start, length) one after the other."""
+    """The places in the pool of the entries starts[j]..starts[j] + lengths[j] - 1, one span after the other."""
     ends = np.cumsum(lengths)
     return np.repeat(starts - ends + lengths, lengths) + np.arange(ends[-1] if ends.size else 0)
 
@@ -395,25 +398,19 @@ def _steps(data, indices, indptr, x_sq, y, weight, ids, first, sv_columns, spans
         lo, hi = indptr[i], indptr[i + 1]
         if n == capacity or (by_entries and end[0] + hi - lo > sv_data.shape[0]):
             return i  # the caller makes room and calls again from this row
+        for j in range(n + 1):
+            k[j] = 0.0
         if by_entries:
-            spans[0, n], spans[1, n] = end[0], hi - lo
+            spans[0, n], spans[1, n] = end[0], end[0] + hi - lo
             for q in range(lo, hi):
                 sv_data[end[0] + q - lo], sv_indices[end[0] + q - lo] = data[q], indices[q]
-                scattered[indices[q]] = data[q]
-            for j in range(n + 1):  # the products of the features x_i and s_j share, in the features' order
-                total = 0.0
-                for e in range(spans[0, j], spans[0, j] + spans[1, j]):
-                    total += sv_data[e] * scattered[sv_indices[e]]
-                k[j] = total
-            for q in range(lo, hi):
-                scattered[indices[q]] = 0.0
+            # the products of the features x_i and s_j share, in the features' order
+            _add_scattered_dots(k[:n + 1], data, indices, lo, hi, sv_data, sv_indices, spans[0], spans[1], scattered)
         else:
             for feature in range(sv_columns.shape[0]):
                 sv_columns[feature, n] = 0.0
             for q in range(lo, hi):
                 sv_columns[indices[q], n] = data[q]
-            for j in range(n + 1):
-                k[j] = 0.0
             # the sums of ``core.kernels._csr_dots``, into k itself (its new tile per call, on a strided view of
             # the buffer, made the steps 1.3x longer)
             add_entries_times_rows(k[:n + 1], data, indices, lo, hi, sv_columns)

@@ -1153,25 +1153,37 @@ def _pair_rbf32(x32, z32, scratch32, lo, hi, jlo, jhi, x_sq, z_sq, gamma):
 @numba.njit(**NJIT)
 def _pair_dots(x, z, lo, hi, jlo, jhi, scratch):
     """x_i . z_j for CSR rows lo..hi-1 of X and jlo..jhi-1 of Z (``x``, ``z``: data, indices, indptr), a new
-    (hi - lo, jhi - jlo) tile of their entries' dtype: x_i put into ``scratch`` (zeros, p of them; zeros again
-    after), then summed over z_j's entries.  The products of the features x_i and z_j share are added in the
-    features' order, as ``_csr_dots`` adds them (its other products x 0.0 leave its sums as they are, as these do
-    here): the same values to the bit, at no cost in the features z_j does not store."""
+    (hi - lo, jhi - jlo) tile of their entries' dtype, a row at a time (``_add_scattered_dots``): x_i put into
+    ``scratch`` (zeros, p of them; zeros again after), then summed over z_j's entries.  The products of the
+    features x_i and z_j share are added in the features' order, as ``_csr_dots`` adds them (its other products
+    x 0.0 leave its sums as they are, as these do here): the same values to the bit, at no cost in the features
+    z_j does not store."""
     x_data, x_indices, x_indptr = x
     z_data, z_indices, z_indptr = z
-    dots = np.zeros((hi - lo, jhi - jlo), scratch.dtype)
+    dots = np.zeros((hi - lo, jhi - jlo), scratch.dtype)  # 0 of the entries' dtype, where the sums start
     for i in range(lo, hi):
-        for q in range(x_indptr[i], x_indptr[i + 1]):
-            scratch[x_indices[q]] = x_data[q]
-        row = dots[i - lo]
-        for j in range(jlo, jhi):
-            total = row[j - jlo]  # 0 of the entries' dtype
-            for e in range(z_indptr[j], z_indptr[j + 1]):
-                total += z_data[e] * scratch[z_indices[e]]
-            row[j - jlo] = total
-        for q in range(x_indptr[i], x_indptr[i + 1]):
-            scratch[x_indices[q]] = 0.0
+        _add_scattered_dots(dots[i - lo], x_data, x_indices, x_indptr[i], x_indptr[i + 1], z_data, z_indices,
+                            z_indptr[jlo:jhi], z_indptr[jlo + 1:jhi + 1], scratch)
     return dots
+
+
+@numba.njit(**NJIT)
+def _add_scattered_dots(out, x_data, x_indices, start, end, z_data, z_indices, z_starts, z_ends, scratch):
+    """out[j] += x . z_j for the CSR row x (entries ``x_data[start:end]`` at features ``x_indices[start:end]``)
+    and the rows z_j, j < out.shape[0] (entries ``z_data[a:b]`` at features ``z_indices[a:b]``, a = z_starts[j],
+    b = z_ends[j]), summed in out's dtype: x put into ``scratch`` (zeros, p of them; zeros again after), then
+    each sum taken over z_j's entries, in their order.  ``_pair_dots`` runs it on each row of a tile (z_j's
+    bounds from Z's indptr), ``core.ebsvm`` on each example it steps on, against the support vectors it holds by
+    their entries (their spans in its pool)."""
+    for q in range(start, end):
+        scratch[x_indices[q]] = x_data[q]
+    for j in range(out.shape[0]):
+        total = out[j]
+        for e in range(z_starts[j], z_ends[j]):
+            total += z_data[e] * scratch[z_indices[e]]
+        out[j] = total
+    for q in range(start, end):
+        scratch[x_indices[q]] = 0.0
 
 
 def _serial_twin(parallel, name):
