@@ -75,7 +75,7 @@ a million of them, tens stored a row) would make those columns gigabytes,
 and clearing a column for the row stepped on a pass over every feature:
 there the driver holds each s_j's stored entries (``_SupportBuffer``)
 and sums x_i . s_j over them, x_i scattered into a vector of the features
-(``core.kernels._add_scattered_dots``, as ``_pair_dots`` sums pairs of CSR
+(``core.kernels.add_scattered_dots``, as ``_pair_dots`` sums pairs of CSR
 rows); both sums add the products of the features x_i and s_j share, in the
 features' order (the others add x 0.0), so both stores give the same bits.
 """
@@ -88,7 +88,7 @@ import numba
 import numpy as np
 
 from core.config import NJIT
-from core.kernels import KernelSpec, _add_scattered_dots, add_entries_times_rows, finish_tile
+from core.kernels import KernelSpec, add_entries_times_rows, add_scattered_dots, finish_tile
 from core.model import KernelExpansion
 from core.partition.ebsvm import ebsvm_batch, ebsvm_describe
 from core.partition.validation import validate_expansion
@@ -405,7 +405,7 @@ def _steps(data, indices, indptr, x_sq, y, weight, ids, first, sv_columns, spans
             for q in range(lo, hi):
                 sv_data[end[0] + q - lo], sv_indices[end[0] + q - lo] = data[q], indices[q]
             # the products of the features x_i and s_j share, in the features' order
-            _add_scattered_dots(k[:n + 1], data, indices, lo, hi, sv_data, sv_indices, spans[0], spans[1], scattered)
+            add_scattered_dots(k[:n + 1], data, indices, lo, hi, sv_data, sv_indices, spans[0], spans[1], scattered)
         else:
             for feature in range(sv_columns.shape[0]):
                 sv_columns[feature, n] = 0.0

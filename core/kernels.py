@@ -1153,7 +1153,7 @@ def _pair_rbf32(x32, z32, scratch32, lo, hi, jlo, jhi, x_sq, z_sq, gamma):
 @numba.njit(**NJIT)
 def _pair_dots(x, z, lo, hi, jlo, jhi, scratch):
     """x_i . z_j for CSR rows lo..hi-1 of X and jlo..jhi-1 of Z (``x``, ``z``: data, indices, indptr), a new
-    (hi - lo, jhi - jlo) tile of their entries' dtype, a row at a time (``_add_scattered_dots``): x_i put into
+    (hi - lo, jhi - jlo) tile of their entries' dtype, a row at a time (``add_scattered_dots``): x_i put into
     ``scratch`` (zeros, p of them; zeros again after), then summed over z_j's entries.  The products of the
     features x_i and z_j share are added in the features' order, as ``_csr_dots`` adds them (its other products
     x 0.0 leave its sums as they are, as these do here): the same values to the bit, at no cost in the features
@@ -1162,13 +1162,13 @@ def _pair_dots(x, z, lo, hi, jlo, jhi, scratch):
     z_data, z_indices, z_indptr = z
     dots = np.zeros((hi - lo, jhi - jlo), scratch.dtype)  # 0 of the entries' dtype, where the sums start
     for i in range(lo, hi):
-        _add_scattered_dots(dots[i - lo], x_data, x_indices, x_indptr[i], x_indptr[i + 1], z_data, z_indices,
+        add_scattered_dots(dots[i - lo], x_data, x_indices, x_indptr[i], x_indptr[i + 1], z_data, z_indices,
                             z_indptr[jlo:jhi], z_indptr[jlo + 1:jhi + 1], scratch)
     return dots
 
 
 @numba.njit(**NJIT)
-def _add_scattered_dots(out, x_data, x_indices, start, end, z_data, z_indices, z_starts, z_ends, scratch):
+def add_scattered_dots(out, x_data, x_indices, start, end, z_data, z_indices, z_starts, z_ends, scratch):
     """out[j] += x . z_j for the CSR row x (entries ``x_data[start:end]`` at features ``x_indices[start:end]``)
     and the rows z_j, j < out.shape[0] (entries ``z_data[a:b]`` at features ``z_indices[a:b]``, a = z_starts[j],
     b = z_ends[j]), summed in out's dtype: x put into ``scratch`` (zeros, p of them; zeros again after), then
