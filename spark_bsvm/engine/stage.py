@@ -479,10 +479,13 @@ def without_zero_weights(df, weight_col):
 
 def check_rows(df, features_col, label_col, weight_col=None):
     """The ``DataSummary`` of ``df``'s rows, or the ValueError naming what is wrong with them, by the checks a
-    training stage runs on its rows (``check_training_data``, one Spark job): for rows no training stage
-    reads, such as the calibration rows of Platt's sigmoid."""
-    return check_training_data(_prepared(df, (features_col, label_col, weight_col, None)), features_col, label_col,
-                               weight_col)
+    training stage runs on its rows (``check_training_data``, one Spark job, whose Arrow batches are sized by
+    their rows where the features column declares its size, as the training data's: ``row_bytes``): for rows no
+    training stage reads, such as the calibration rows of Platt's sigmoid."""
+    prepared = _prepared(df, (features_col, label_col, weight_col, None))
+    declared = declared_features(df.schema[features_col])
+    return check_training_data(prepared, features_col, label_col, weight_col,
+                               row_bytes=declared and row_bytes(declared))
 
 
 def label_counts(df, features_col, label_col):

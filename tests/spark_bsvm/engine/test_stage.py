@@ -262,3 +262,31 @@ def test_the_stage_runs_in_the_python_workers_of_the_sessions_sql_jobs(spark):
 
     stage = {row["daemon"] for row in run_barrier_stage(frame, make_task, 64, "daemon long")}
     assert len(stage) == 1 and stage == {row["daemon"] for row in frame.mapInArrow(daemon, "daemon long").collect()}
+
+
+def test_the_checks_of_rows_no_stage_reads_bound_their_rows_as_the_training_datas_checks_do(spark, monkeypatch):
+    """``check_rows`` (the calibration rows' checks): by the features the column declares (``row_bytes``), under
+    which the job's Arrow batches are sized by their rows alone; no bound for an array column, which declares
+    none."""
+    from contextlib import contextmanager
+
+    from pyspark.ml.feature import VectorAssembler
+    from pyspark.ml.functions import vector_to_array
+
+    from spark_bsvm.engine import session
+    from spark_bsvm.engine.stage import check_rows, row_bytes
+
+    sized, seen = session.row_sized_arrow_batches, []
+
+    @contextmanager
+    def recorded(spark, bound):
+        with sized(spark, bound):
+            seen.append((bound, spark.sparkContext.getLocalProperty(session.ARROW_BYTES)))
+            yield
+
+    monkeypatch.setattr(session, "row_sized_arrow_batches", recorded)
+    rows = spark.createDataFrame([(1.0, 2.0, 3.0, 0.0), (3.0, 2.0, 1.0, 1.0)], ["a", "b", "c", "label"])
+    assembled = VectorAssembler(inputCols=["a", "b", "c"], outputCol="features").transform(rows)
+    assert check_rows(assembled, "features", "label").n_features == 3
+    assert check_rows(assembled.select(vector_to_array("features").alias("x"), "label"), "x", "label").n_features == 3
+    assert seen == [(row_bytes(3), session.UNSIZED), (None, None)]

@@ -27,9 +27,9 @@ def checks(monkeypatch):
     runs = []
     checked, judge = stage.check_training_data, stage.TrainingData.judge
 
-    def counted(prepared, *args):
+    def counted(prepared, *args, **kwargs):
         runs.append(prepared)
-        return checked(prepared, *args)
+        return checked(prepared, *args, **kwargs)
 
     def judged(self, groups):
         runs.append("tasks")
