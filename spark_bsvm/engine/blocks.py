@@ -208,10 +208,14 @@ def check_training_data(prepared, features_col, label_col, weight_col=None, row_
     returns its groups, a few numbers each whatever the width of the rows (``judged_groups``): where the
     checks were Spark's ``Summarizer`` per label, partition and mark, each group's state held and shuffled
     every feature's moments, and the driver collected them (rows of 2^20 hashed features: 3.4 s a job on
-    two partitions, against 0.2 s; ``bench/HISTORY.md``).  ``row_bytes``: a bound of a row's bytes in Arrow
-    (``stage.row_bytes`` of the features the column declares), which sizes the job's batches by their rows
-    (``session.row_sized_arrow_batches``); None when unknown.  An executor without spark-bsvm makes it a
-    RuntimeError that says so (``MISSING_PACKAGE``)."""
+    two partitions, against 0.2 s; ``bench/HISTORY.md``).  A task counts its rows under the id of the
+    partition Spark runs it on (``TaskContext``), as the stage's tasks will read them: an id from SQL
+    (``spark_partition_id``) is 0 for every row of a projection over a local relation (a ``VALUES`` clause,
+    Spark Connect's ``createDataFrame`` of local rows), which Spark's optimizer computes on the driver
+    (``ConvertToLocalRelation``), while the stage reads those rows in several partitions.  ``row_bytes``: a
+    bound of a row's bytes in Arrow (``stage.row_bytes`` of the features the column declares), which sizes the
+    job's batches by their rows (``session.row_sized_arrow_batches``); None when unknown.  An executor without
+    spark-bsvm makes it a RuntimeError that says so (``MISSING_PACKAGE``)."""
     import json
 
     from spark_bsvm.engine.session import row_sized_arrow_batches

@@ -500,23 +500,13 @@ def _checked_frame(prepared, tasks, names, max_row_bytes):
     (``check_training_data``; ``names``: the features, label and weight columns the errors name;
     ``max_row_bytes``: a bound of a row's bytes in Arrow, or None), the DataFrame the stage reads: ``prepared``
     dealt into the stage's partitions (``balanced``)."""
-    summary = check_training_data(_counted_in_partitions(prepared), *names, row_bytes=max_row_bytes)
+    summary = check_training_data(prepared, *names, row_bytes=max_row_bytes)
     n_partitions = _task_count(summary, tasks)
     frame = balanced(prepared, summary.partition_rows, n_partitions)
     if frame is prepared and not is_connect(prepared.sparkSession) and fixed_partitions(prepared) not in (
             None, n_partitions):  # empty partitions after the last row: tasks beyond the slots the fit holds
         frame = dealt_again(prepared, summary.partition_rows, n_partitions)
     return summary, frame
-
-
-def _counted_in_partitions(prepared):
-    """``prepared`` for the checks' job, whose rows must be counted by the partitions the stage reads.  Over a
-    local relation (Spark Connect's ``createDataFrame`` of local rows, a ``VALUES`` clause) Spark's optimizer
-    computes a projection once, on the driver, as partition 0 (``ConvertToLocalRelation``): every row would
-    count as partition 0's, while the stage reads ``spark.default.parallelism`` partitions, and a fit of
-    fewer tasks failed its barrier stage.  A sample of fraction 1 keeps every row, and the projection in the
-    partitions."""
-    return prepared.sample(fraction=1.0, seed=0)
 
 
 PYTHON_WORKER_ERROR = "An exception was thrown from the Python worker:"  # Spark's words before a task's traceback

@@ -98,6 +98,16 @@ def test_empty_partitions_after_the_last_row_are_dealt_away(spark, rings):
     assert frame.rdd.getNumPartitions() == 2 and sum(partition_sizes(frame)) == 400
 
 
+def test_the_checks_job_counts_the_rows_of_a_local_relation_by_the_partitions_the_stage_reads(spark):
+    """A ``VALUES`` clause, whose projection (the features cast to doubles) Spark's optimizer computes on the
+    driver: a partition id from SQL is 0 for each of its rows there, while the stage reads them in local[2]'s 2
+    partitions (Spark Connect's ``createDataFrame`` of local rows is such a relation too:
+    ``test_connect``)."""
+    ids = ", ".join(f"({i})" for i in range(10))
+    rows = spark.sql(f"SELECT array(id, 1) AS x, double(id % 2) AS y FROM VALUES {ids} AS t(id)")
+    assert TrainingData(rows, features_col="x", label_col="y").partition_rows == {0: 5, 1: 5}
+
+
 def test_rows_a_round_robin_of_the_caller_left_in_one_partition_are_dealt_into_every_task(spark, rings):
     """Two rows that the caller's ``repartition(2)`` put in one partition: dealt again, they fill both tasks (Spark's
     optimizer merged the deal into the caller's round robin, which dealt them into one partition again, and the
