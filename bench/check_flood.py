@@ -47,7 +47,7 @@ class Flood:
             return None
         self.made += 1
         if slow:
-            sock.sendall(wire.HELLO.pack(b"0" * 64, 0)[:20])
+            sock.sendall(wire.HELLO.pack(wire.HANDSHAKE, bytes(16), 0, bytes(32))[:20])
         return sock
 
     def _run(self):
@@ -63,7 +63,7 @@ class Flood:
                 knock = time.monotonic()
                 intruder = self._connect(slow=False)
                 if intruder is not None:
-                    intruder.sendall(wire.HELLO.pack(b"0" * 64, 0))
+                    intruder.sendall(wire.HELLO.pack(wire.HANDSHAKE, bytes(16), 0, bytes(32)))
                     intruder.close()
             self.done.wait(0.02)
 

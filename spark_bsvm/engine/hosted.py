@@ -7,14 +7,15 @@ leaves the stage as that task's output row, with the solver's warnings.
 
 The other tasks find it without a barrier sync (``meeting_place``): its host is partition 0's executor (in
 every task's ``getTaskInfos()``) and its port the first free one of a few that the fit's secret and the stage's
-id give (``MEETING_PORTS``), which every task works out alike.  A task tries them in turn until
-one answers with the proof of that secret (``wire.greet``), so a port another service holds, or another fit's
-coordinator, is passed over before the task sends the secret.  A barrier sync costs a fit ~1 s: Spark's task
+id give (``MEETING_PORTS``), which every task works out alike.  A task tries them in turn until one
+completes the handshake of that secret (``wire.greet``: the secret never sent, the coordinator's answer
+bound to the port it listens on), so a port another service holds, another fit's coordinator, or a relay to
+the coordinator from another port is passed over.  A barrier sync costs a fit ~1 s: Spark's task
 checks a sync's reply once a second (``BarrierTaskContext.runBarrier`` sleeps 1 s between its checks).  The
 fit's two syncs (partition 0 posting its address through ``allGather``, then every task telling the others
 whether it had connected) took an ijcnn1 budget-L1 fit to 2.6-2.9 s, and the first alone to 1.5-1.9 s,
 against 0.3-0.6 s coordinated by the driver (``bench/bench_coordinator_modes.py``).  A task that cannot
-reach the coordinator ends with its own message (``find_coordinating_task``), and this task, whose wait for it
+reach the coordinator ends with its own message (``task.reach_coordinator``), and this task, whose wait for it
 then times out, with a message the driver shows only where no task said more (``stage.raise_task_errors``).
 
 A lost task fails the whole barrier stage, this task included: the stage starts again
@@ -24,6 +25,7 @@ of the new stage reaches a coordinator of the old one still shutting down.
 """
 
 import contextlib
+import errno
 import hashlib
 import hmac
 import logging
@@ -45,7 +47,11 @@ from spark_bsvm.engine.stage import out_of_memory
 # system gives outgoing connections, so that one rarely holds them
 MEETING_PORTS = range(61000, 65536)
 MEETING_CANDIDATES = 8  # ports tried, in a fit's own order: the first free one is taken
-GREETING_TIMEOUT = 2.0  # seconds a task waits for the proof on a port that accepted it before trying the next
+GREETING_TIMEOUT = 2.0  # seconds a task waits for the handshake on a port that accepted it before the next port
+# seconds a task looks for the coordinating task while its ports refuse connections (its task may start later
+# than this one: a barrier stage launches its tasks together, their Python workers start when they can), and
+# the coordinating task waits for the others, 5 s more; CONNECT_TIMEOUT once a try fails otherwise
+MEETING_TIMEOUT = 60.0
 
 
 def meeting_place(context, secret):
@@ -61,40 +67,51 @@ def meeting_place(context, secret):
     return host, list(dict.fromkeys(ports)), stage_secret
 
 
+def meeting_timeout(spec):
+    """``MEETING_TIMEOUT``, or a shorter one the test hook ``TaskSpec.fault_injection`` sets."""
+    return (spec.fault_injection or {}).get("meeting_timeout", MEETING_TIMEOUT)
+
+
 def _listen(host, ports, partitions, secret):
     """The coordinator of ``partitions``, listening on ``host`` at the first of ``ports`` that is free."""
     for port in ports:
         try:
             return Coordinator(host, partitions, secret, port=port)
-        except OSError as exc:  # another service holds the port, say
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:  # no port would do better: the host is not this one's, say
+                raise
             problem = exc
     raise OSError(f"the task coordinating the fit cannot listen on {host} at any of ports "
                   f"{', '.join(map(str, ports))} (the last: {problem})")
 
 
-def find_coordinating_task(host, ports, secret, pid):
+def find_coordinating_task(host, ports, secret, pid, meeting_timeout=MEETING_TIMEOUT):
     """(a socket connected to the coordinator at ``host`` on one of ``ports``, greeted with ``secret`` as
-    partition ``pid``'s task, None), or (None, the last port's OSError) after ``CONNECT_TIMEOUT`` seconds of
-    trying the ports in turn: the coordinating task may start listening after this task starts looking."""
-    deadline = time.monotonic() + CONNECT_TIMEOUT
+    partition ``pid``'s task, None), or (None, the last port's OSError) once trying the ports in turn has found
+    none: after ``meeting_timeout`` seconds while they refuse connections (the coordinating task may start
+    listening after this task starts looking), after ``CONNECT_TIMEOUT`` once a try failed otherwise (no route,
+    no answer).  The pause between passes grows from 5 to 100 ms."""
+    start, pause, refused_only = time.monotonic(), 0.005, True
     while True:
         for port in ports:
             try:
                 sock = socket.create_connection((host, port), timeout=GREETING_TIMEOUT)
-            except OSError as exc:  # nothing listens there (yet)
-                problem = exc
+            except OSError as exc:  # nothing listens there (yet), or nothing answers
+                problem, refused_only = exc, refused_only and isinstance(exc, ConnectionRefusedError)
                 continue
             try:
                 wire.greet(sock, secret, pid)
-            except OSError as exc:  # another service, another fit's coordinator, or a wait for the proof too long
+            except OSError as exc:  # another service, another fit's coordinator, or a handshake too slow
                 sock.close()
                 problem = exc
                 continue
             sock.settimeout(None)
             return sock, None
-        if time.monotonic() > deadline:
+        waited = time.monotonic() - start
+        if waited > meeting_timeout or (waited > CONNECT_TIMEOUT and not refused_only):
             return None, problem
-        time.sleep(0.005)
+        time.sleep(pause)
+        pause = min(2 * pause, 0.1)
 
 
 @contextlib.contextmanager
@@ -163,7 +180,7 @@ def host_fit(context, batches, spec):
     coordinator = _listen(host, ports, range(1, spec.n_partitions), secret)
     try:
         try:  # a task that gives up sooner reports why in its own row
-            coordinator.accept_all(timeout=CONNECT_TIMEOUT + 5.0)
+            coordinator.accept_all(timeout=meeting_timeout(spec) + 5.0)
         except TimeoutError as exc:
             return {"error_type": type(exc).__name__, "error": str(exc)}
         warnings = _Warnings()

@@ -2,16 +2,17 @@
 gathers their answers.  Spark-free, so that it runs on the driver (``SparkEngine``) and inside the
 barrier task that coordinates a fit on the executors (``spark_bsvm.engine.hosted``) alike.
 
-Security: the listener serves only connections that present the per-fit secret, and shows each connection it
-accepts that it knows that secret before the task sends it (``wire.proof``); nothing received is ever
+Security: the listener serves only connections whose hello shows they know the per-fit secret, and shows each
+task it admits that it knows it too, the secret itself never sent (``wire.greet``); nothing received is ever
 unpickled (``spark_bsvm.engine.wire``).
 
 Admission never holds up a round.  The listener and the connections that have not yet sent their
 hello ("newcomers") are polled in the same ``select`` as the tasks' answers and read only as far as
 their bytes have arrived: a newcomer has ``HELLO_TIMEOUT`` seconds to complete its hello, at most
 ``len(partitions) + MAX_STRANGERS`` newcomers are held at once (the oldest gives way to the next), and
-the listen backlog is as long.  A task sends its hello with its connection, so it is admitted on
-arrival; a flood of idle or slow connections costs a round a few system calls, never a wait.
+the listen backlog is as long.  A task sends its hello as soon as the coordinator's greeting reaches it, so it
+is admitted at the next poll; a flood of idle or slow connections costs a round a few system calls, never a
+wait.
 """
 
 import collections
@@ -64,12 +65,13 @@ class RoundTimes:
 
 
 class _Newcomer:
-    """A connection that has not sent its whole hello yet: its deadline and the bytes it sent so far."""
+    """A connection that has not sent its whole hello yet: its deadline, the nonce of the greeting it was sent
+    and the bytes it sent so far."""
 
-    __slots__ = ("deadline", "hello")
+    __slots__ = ("deadline", "nonce", "hello")
 
-    def __init__(self, deadline):
-        self.deadline = deadline
+    def __init__(self, deadline, nonce):
+        self.deadline, self.nonce = deadline, nonce
         self.hello = b""
 
 
@@ -88,7 +90,7 @@ class Coordinator:
         self.max_newcomers = len(self.partitions) + MAX_STRANGERS
         self.listener = socket.create_server((host, port), backlog=self.max_newcomers)
         self.listener.setblocking(False)
-        self.secret, self.proof = secret, wire.proof(secret)
+        self.secret = secret
         self.check = check or (lambda: None)
         self.conns = {}
         self.arrived = {}
@@ -121,18 +123,23 @@ class Coordinator:
         except OSError:
             chunk = b""
         if not chunk:
-            self._refuse(conn, "it closed before sending the secret")
+            self._refuse(conn, "it closed before its hello")
             return
         newcomer.hello += chunk
         if len(newcomer.hello) < wire.HELLO.size:
             return
         try:
-            pid = wire.read_hello(newcomer.hello, self.secret)
-        except PermissionError:
-            self._refuse(conn, "it presented a wrong secret")
+            pid, nonce = wire.read_hello(newcomer.hello, self.secret, newcomer.nonce)
+        except PermissionError as exc:
+            self._refuse(conn, str(exc))
             return
         if pid not in self.partitions:
             self._refuse(conn, "it named a partition this fit does not have")
+            return
+        try:  # a send buffer that took the greeting and nothing since holds the answer: this never waits
+            conn.send(wire.answer(self.secret, newcomer.nonce, nonce, self.address[1]))
+        except OSError:
+            self._refuse(conn, "it closed before the coordinator's answer")
             return
         del self.newcomers[conn]
         conn.setblocking(True)
@@ -154,11 +161,12 @@ class Coordinator:
             conn.setblocking(False)
             if len(self.newcomers) >= self.max_newcomers:
                 self._refuse(next(iter(self.newcomers)), "too many connections waited for their hello at once")
-            self.newcomers[conn] = _Newcomer(time.monotonic() + HELLO_TIMEOUT)
-            try:  # a fresh connection's send buffer holds the few bytes of the proof: this never waits
-                conn.send(self.proof)
+            greeting, nonce = wire.greeting()
+            self.newcomers[conn] = _Newcomer(time.monotonic() + HELLO_TIMEOUT, nonce)
+            try:  # a fresh connection's send buffer holds the few bytes of the greeting: this never waits
+                conn.send(greeting)
             except OSError:
-                self._refuse(conn, "it closed before sending the secret")
+                self._refuse(conn, "it closed before its hello")
                 continue
             self._read_hello(conn)
 
@@ -166,8 +174,6 @@ class Coordinator:
         """Wait up to ``timeout`` seconds for one of ``conns`` to be readable, admitting newcomers meanwhile;
         the readable ones of ``conns``.  Calls ``check`` when a second has passed since the last call."""
         now = time.monotonic()
-        for conn in [conn for conn, newcomer in self.newcomers.items() if newcomer.deadline <= now]:
-            self._refuse(conn, f"it sent no complete hello within {HELLO_TIMEOUT:g}s")
         wait = min([timeout, self._next_check - now] + [n.deadline - now for n in self.newcomers.values()])
         readable, _, _ = select.select([self.listener, *self.newcomers, *conns], [], [], max(wait, 0.0))
         readable = set(readable)
@@ -175,6 +181,9 @@ class Coordinator:
             self._read_hello(conn)
         if self.listener in readable:
             self._accept_newcomers()
+        now = time.monotonic()  # a hello that has arrived is read before its deadline is looked at
+        for conn in [conn for conn, newcomer in self.newcomers.items() if newcomer.deadline <= now]:
+            self._refuse(conn, f"it sent no complete hello within {HELLO_TIMEOUT:g}s")
         if time.monotonic() >= self._next_check:
             self._next_check = time.monotonic() + CHECK_INTERVAL
             self.check()

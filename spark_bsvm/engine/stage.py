@@ -203,7 +203,8 @@ class TaskSpec:
     k-th round (0: before it sends its checks; when it coordinates the fit, by killing its Python worker, as
     a lost executor would); with ``"memory": True``, by a MemoryError in its round's work instead;
     with ``"times": n`` (driver-coordinated fits), at the k-th round of each attempt, n times in all;
-    ``{"unreachable": pid, "port": port}`` gives partition pid's task a port where nothing listens.
+    ``{"unreachable": pid, "port": port}`` gives partition pid's task a port where nothing listens (with
+    ``"meeting_timeout": s``, a fit coordinated on the executors looks and waits for its tasks that long).
     ``has_validation``: the stage's rows have a ``validation`` column marking the validation rows, of which
     there are ``n_validation``.  ``dense``: the tasks hold their rows as dense blocks
     (``blocks.DataSummary.dense``).

@@ -4,8 +4,9 @@ The coordinator is on the driver (``TaskSpec.address``), or, in a fit coordinate
 (``TaskSpec.fit``), in partition 0's task, which listens at a place every task works out from the fit's
 secret (``hosted.meeting_place``) and runs the solver (``spark_bsvm.engine.hosted``).
 
-Every task tries to connect (for at most ``rounds.CONNECT_TIMEOUT`` seconds) and checks the coordinator's
-proof of the fit's secret before it sends the secret (``wire.greet``).  A task that cannot reach
+Every task tries to connect (for at most ``rounds.CONNECT_TIMEOUT`` seconds; a coordinating task's ports that
+refuse it, up to ``hosted.MEETING_TIMEOUT``), and proves it knows the fit's secret, and checks the
+coordinator's proof of it, without sending it (``wire.greet``).  A task that cannot reach
 the coordinator ends with an output row that names the address, the executor and the fix: a coordinator
 on the driver sees a task of its stage end before all connected, stops the others and raises that
 row's message; a coordinating task stops waiting for it a few seconds later, and the driver raises the
@@ -32,7 +33,8 @@ import time
 
 from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import MISSING_PACKAGE, partition_block, partition_groups, partition_rows
-from spark_bsvm.engine.hosted import MEETING_PORTS, find_coordinating_task, host_fit, meeting_place
+from spark_bsvm.engine.hosted import (MEETING_PORTS, find_coordinating_task, host_fit, meeting_place,
+                                     meeting_timeout)
 from spark_bsvm.engine.rounds import CONNECT_TIMEOUT
 from spark_bsvm.engine.task_threads import use_task_cores
 from spark_bsvm.engine.stage import (MISSING, UNREACHABLE, out_of_memory, output_batch, output_row, output_schema,
@@ -50,14 +52,14 @@ def _unreachable(context, where, exc, advice):
 
 def reach_coordinator(context, spec, pid):
     """(a socket connected to the fit's coordinator, the address it reached, None), or (None, None, the problem
-    with the fix) when this task could not connect.  On the driver the proof is waited for without a limit,
-    as the rounds' requests are: a peer that closes first or proves nothing ends the task."""
+    with the fix) when this task could not connect.  On the driver the handshake waits without a limit, as
+    the rounds' requests do: a peer that closes first or does not prove the secret ends the task."""
     injection = spec.fault_injection or {}
     if spec.fit is not None:  # partition 0's task coordinates: found among the ports of the fit's meeting place
         host, ports, secret = meeting_place(context, spec.secret)
         if injection.get("unreachable") == pid:  # test hook: this task is told a port where nothing listens
             ports = [injection["port"]]
-        sock, exc = find_coordinating_task(host, ports, secret, pid)
+        sock, exc = find_coordinating_task(host, ports, secret, pid, meeting_timeout(spec))
         if sock is None:
             return None, None, _unreachable(
                 context, f"{host} on port {' or '.join(map(str, ports))}", exc,
@@ -79,7 +81,7 @@ def reach_coordinator(context, spec, pid):
         sock.settimeout(None)
         try:
             wire.greet(sock, spec.secret, pid)
-        except OSError as exc:  # ConnectionError: it closed; PermissionError: it proved nothing
+        except OSError as exc:  # ConnectionError: it closed, or speaks no such handshake; PermissionError: a relay
             sock.close()
             raise _closed_early(address) from exc
     # frames go out in several writes (header, then large arrays): without NODELAY, Nagle holds the

@@ -13,17 +13,21 @@ which cost ~0.2 ms an array (``ast.literal_eval``).  A CSR block is checked in f
 shape) before any kernel sees it.  A frame of another version is refused with a message that says the
 driver and the executors run different spark-bsvm versions.
 
-A connection starts with the coordinator proving it knows the per-fit secret (``proof``: an HMAC of a fixed
-text under the secret) and the task, once it has checked that proof, sending the secret (32 bytes in hex) and
-its partition id; the coordinator compares the secret in constant time before reading anything else.  A task
-that looks for a coordinating task among a few ports (``spark_bsvm.engine.hosted``) so never sends the secret
-to another service that listens on one of them.
+A connection starts with a handshake in which neither side sends the per-fit secret, and each shows the
+other it knows it (``greet``): the coordinator sends a greeting (a tag of this handshake and a random nonce);
+the task answers with its hello (its own nonce, its partition id and an HMAC under the secret of both nonces
+and the id); the coordinator checks that HMAC in constant time before reading anything else, admits the task
+and answers with an HMAC of both nonces and the port it listens on, which the task checks against the port it
+reached.  So a task that looks for a coordinating task among a few ports (``spark_bsvm.engine.hosted``)
+learns nothing of the secret to another service on one of them, and a service that relays it to the
+coordinator from another port is refused.
 """
 
 import hashlib
 import hmac
 import json
 import math
+import os
 import struct
 
 import numpy as np
@@ -214,28 +218,53 @@ def recv(sock):
     return decode(_recv_exactly(sock, n))
 
 
-HELLO = struct.Struct(">64sq")  # hex secret, partition id
-PROOF_SIZE = hashlib.sha256().digest_size
+HANDSHAKE = b"BSV1"  # the tag that starts the coordinator's greeting and the task's hello: this handshake's
+GREETING = struct.Struct(">4s16s")  # the coordinator's first bytes: the tag, its nonce
+HELLO = struct.Struct(">4s16sq32s")  # the task's: the tag, its nonce, its partition id, its HMAC
+ANSWER_SIZE = hashlib.sha256().digest_size  # the coordinator's HMAC once it admitted the task
 
 
-def proof(secret):
-    """The bytes a coordinator sends first on each connection: they show it knows ``secret``, and reveal
-    nothing of it."""
-    return hmac.new(secret.encode(), b"spark-bsvm coordinator", hashlib.sha256).digest()
+def _mac(secret, *parts):
+    return hmac.new(secret.encode(), b"".join(parts), hashlib.sha256).digest()
+
+
+def greeting():
+    """(the greeting a coordinator sends first on a connection, its nonce)."""
+    nonce = os.urandom(16)
+    return GREETING.pack(HANDSHAKE, nonce), nonce
+
+
+def _task_mac(secret, greeting_nonce, nonce, partition_id):
+    return _mac(secret, b"task", greeting_nonce, nonce, partition_id.to_bytes(8, "big", signed=True))
+
+
+def answer(secret, greeting_nonce, hello_nonce, port):
+    """The coordinator's answer to a hello it admitted (the nonces of its greeting and of the hello; ``port``:
+    the port it listens on)."""
+    return _mac(secret, b"coordinator", hello_nonce, greeting_nonce, port.to_bytes(2, "big"))
 
 
 def greet(sock, secret, partition_id):
-    """The task's side of a connection's start: check the coordinator's proof of ``secret`` (waiting for it as
-    long as ``sock``'s timeout), then send the hello.  A ConnectionError if the peer closed first, a
-    PermissionError if its proof is not of ``secret`` (another service, or another fit's coordinator)."""
-    if not hmac.compare_digest(_recv_exactly(sock, PROOF_SIZE), proof(secret)):
+    """The task's side of a connection's start (waiting for the coordinator as long as ``sock``'s timeout):
+    read the greeting, send the hello, check the answer.  A ConnectionError if the peer closed first or does
+    not speak this handshake, a PermissionError if its answer shows no knowledge of ``secret`` (another fit's
+    coordinator, or a relay from another port)."""
+    tag, greeting_nonce = GREETING.unpack(_recv_exactly(sock, GREETING.size))
+    if tag != HANDSHAKE:
+        raise ConnectionError("the peer does not greet as a spark-bsvm coordinator of this version does")
+    nonce = os.urandom(16)
+    sock.sendall(HELLO.pack(HANDSHAKE, nonce, partition_id, _task_mac(secret, greeting_nonce, nonce, partition_id)))
+    expected = answer(secret, greeting_nonce, nonce, sock.getpeername()[1])
+    if not hmac.compare_digest(_recv_exactly(sock, ANSWER_SIZE), expected):
         raise PermissionError("the peer did not prove it knows the fit's secret")
-    sock.sendall(HELLO.pack(secret.encode(), partition_id))
 
 
-def read_hello(hello, secret):
-    """Partition id in ``hello`` (``HELLO.size`` bytes); raise PermissionError for a wrong secret."""
-    token, partition_id = HELLO.unpack(hello)
-    if not hmac.compare_digest(token, secret.encode()):
-        raise PermissionError("a connection presented a wrong secret")
-    return partition_id
+def read_hello(hello, secret, greeting_nonce):
+    """(partition id, the task's nonce) of ``hello`` (``HELLO.size`` bytes) on a connection greeted with
+    ``greeting_nonce``; a PermissionError if it shows no knowledge of ``secret``, or speaks another handshake."""
+    tag, nonce, partition_id, mac = HELLO.unpack(hello)
+    if tag != HANDSHAKE:
+        raise PermissionError("it spoke another handshake (another spark-bsvm version, or not spark-bsvm)")
+    if not hmac.compare_digest(mac, _task_mac(secret, greeting_nonce, nonce, partition_id)):
+        raise PermissionError("it presented a wrong secret")
+    return partition_id, nonce

@@ -126,6 +126,9 @@ def _with_hook(engine, hook):
     return engine
 
 
+STRANGE_HELLO = wire.HELLO.pack(wire.HANDSHAKE, bytes(16), 0, bytes(32))  # a hello of a wrong secret
+
+
 def test_a_flood_of_strangers_during_a_fit_changes_nothing_and_is_never_waited_for(spark, data, monkeypatch,
                                                                                    caplog):
     """Idle connections, hellos cut short and wrong secrets arrive between rounds.  Their hello deadline is
@@ -141,9 +144,9 @@ def test_a_flood_of_strangers_during_a_fit_changes_nothing_and_is_never_waited_f
         for _ in range(4):
             idle.append(socket.create_connection(address))
         slow.append(socket.create_connection(address))
-        slow[-1].sendall(wire.HELLO.pack(b"0" * 64, 0)[:20])
+        slow[-1].sendall(STRANGE_HELLO[:20])
         intruders.append(socket.create_connection(address))
-        intruders[-1].sendall(wire.HELLO.pack(b"0" * 64, 0))
+        intruders[-1].sendall(STRANGE_HELLO)
         wire.send(intruders[-1], {"function": "dual_round"})
 
     with SparkEngine(to_df(spark, X, y), num_partitions=2) as engine:

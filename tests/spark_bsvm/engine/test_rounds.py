@@ -21,43 +21,57 @@ def coordinator():
 
 def still_open(sock):
     """Whether the other side of ``sock`` (the coordinator) has neither closed it nor sent anything on it but
-    the proof of its secret (read here, if it is waiting)."""
+    its greeting (read here, if it is waiting)."""
     sock.setblocking(False)
     try:
-        sent = sock.recv(wire.PROOF_SIZE + 1)
+        sent = sock.recv(wire.GREETING.size + 1)
     except BlockingIOError:
         return True
     except OSError:
         return False
-    return len(sent) == wire.PROOF_SIZE and still_open(sock)
+    return len(sent) == wire.GREETING.size and still_open(sock)
 
 
-def _task(address, pid, secret=SECRET):
-    """A task's connection whose hello goes out before the coordinator's proof arrives (the coordinator runs in
-    this thread: a task waiting for the proof first would wait for ever); ``_proven`` reads that proof later."""
-    sock = socket.create_connection(address)
-    sock.sendall(wire.HELLO.pack(secret.encode(), pid))
-    return sock
+class _Task:
+    """A task's connection to ``address`` that goes through the handshake (``wire.greet``) in a thread of its own,
+    while the coordinator polls in the test's: ``sock``, and once ``done``, the handshake's ``error`` or None."""
+
+    def __init__(self, address, pid, secret=SECRET):
+        self.sock, self.error = socket.create_connection(address, timeout=30), None
+        self.thread = threading.Thread(target=self._greet, args=(secret, pid))
+        self.thread.start()
+
+    def _greet(self, secret, pid):
+        try:
+            wire.greet(self.sock, secret, pid)
+        except OSError as exc:
+            self.error = exc
+
+    def done(self):
+        self.thread.join(30)
+        return self
 
 
-def _proven(sock, secret=SECRET):
-    """``sock``, after reading the coordinator's proof of ``secret`` from it (the first bytes it sent)."""
-    assert wire._recv_exactly(sock, wire.PROOF_SIZE) == wire.proof(secret)
-    return sock
+def _tasks(coordinator, pids):
+    """The sockets of tasks of ``pids`` admitted by ``coordinator`` (``accept_all``)."""
+    tasks = [_Task(coordinator.address, pid) for pid in pids]
+    coordinator.accept_all(timeout=60)
+    assert all(task.done().error is None for task in tasks)
+    return [task.sock for task in tasks]
 
 
 def test_tasks_are_admitted_through_more_strangers_than_are_held(coordinator):
-    """Strangers beyond ``max_newcomers`` push out the oldest ones; the tasks, whose hello comes with their
-    connection, get in among them.  The strangers are accepted while the coordinator waits (a thread
+    """Strangers beyond ``max_newcomers`` push out the oldest ones; the tasks, whose hello comes once the greeting
+    reaches them, get in among them.  The strangers are accepted while the coordinator waits (a thread
     connects them): more than the listen backlog holds."""
     address, flood = coordinator.address, 3 * coordinator.max_newcomers
     strangers, tasks = [], []
 
     def connect():
         strangers.extend(socket.create_connection(address) for _ in range(flood))
-        tasks.append(_task(address, 0))
+        tasks.append(_Task(address, 0))
         strangers.extend(socket.create_connection(address) for _ in range(10))
-        tasks.append(_task(address, 1))  # the last to connect: all strangers are accepted when it is
+        tasks.append(_Task(address, 1))  # the last to connect: all strangers are accepted when it is
 
     connecting = threading.Thread(target=connect)
     connecting.start()
@@ -67,26 +81,32 @@ def test_tasks_are_admitted_through_more_strangers_than_are_held(coordinator):
     held = [sock for sock in strangers if still_open(sock)]
     assert len(held) == len(coordinator.newcomers) <= coordinator.max_newcomers  # idle, not yet timed out
     assert coordinator.refused == {"too many connections waited for their hello at once": flood + 10 - len(held)}
-    for sock in strangers + tasks:
+    assert all(task.done().error is None for task in tasks)
+    for sock in strangers + [task.sock for task in tasks]:
         sock.close()
 
 
 def test_a_hello_in_pieces_is_read_as_it_arrives_and_bad_hellos_are_refused(coordinator, caplog):
     address = coordinator.address
-    wrong = _task(address, 0, secret="0" * 64)
-    unknown = _task(address, 7)
-    slow = socket.create_connection(address)
-    hello = wire.HELLO.pack(SECRET.encode(), 1)
+    slow = socket.create_connection(address, timeout=30)
+    coordinator._poll([], timeout=0.1)  # accepted: its greeting goes out
+    tag, greeting_nonce = wire.GREETING.unpack(wire._recv_exactly(slow, wire.GREETING.size))
+    nonce = bytes(range(16))
+    hello = wire.HELLO.pack(tag, nonce, 1, wire._task_mac(SECRET, greeting_nonce, nonce, 1))
     slow.sendall(hello[:10])
     coordinator._poll([], timeout=0.1)
     assert coordinator.arrived == {} and len(coordinator.newcomers) == 1  # the slow one's first bytes
     slow.sendall(hello[10:])
-    task = _task(address, 0)
+    wrong, unknown, task = _Task(address, 0, secret="0" * 64), _Task(address, 7), _Task(address, 0)
     coordinator.accept_all(timeout=60)
-    assert sorted(coordinator.conns) == [0, 1] and not still_open(wrong) and not still_open(unknown)
+    while sum(coordinator.refused.values()) < 2 and unknown.thread.is_alive() | wrong.thread.is_alive():
+        coordinator._poll([], timeout=0.1)
+    assert sorted(coordinator.conns) == [0, 1] and task.done().error is None
+    assert wire._recv_exactly(slow, wire.ANSWER_SIZE) == wire.answer(SECRET, greeting_nonce, nonce, address[1])
+    assert isinstance(wrong.done().error, ConnectionError) and isinstance(unknown.done().error, ConnectionError)
     assert coordinator.refused == {"it presented a wrong secret": 1, "it named a partition this fit does not have": 1}
     assert "refused a connection to the spark-bsvm coordinator: it presented a wrong secret" in caplog.text
-    for sock in (wrong, unknown, slow, task):
+    for sock in (wrong.sock, unknown.sock, slow, task.sock):
         sock.close()
 
 
@@ -101,9 +121,7 @@ def test_a_stranger_silent_past_its_deadline_is_dropped_at_the_next_poll(coordin
 
 
 def test_a_round_is_timed_and_the_tasks_work_seconds_leave_their_answers(coordinator):
-    tasks = [_task(coordinator.address, pid) for pid in (0, 1)]
-    coordinator.accept_all(timeout=60)
-    tasks = [_proven(sock) for sock in tasks]
+    tasks = _tasks(coordinator, (0, 1))
     for round_number in (1, 2):
         coordinator.send_all({"function": "f", "round": round_number})
         for pid, sock in enumerate(tasks):
@@ -119,9 +137,7 @@ def test_a_round_is_timed_and_the_tasks_work_seconds_leave_their_answers(coordin
 
 
 def test_an_answer_from_another_spark_bsvm_version_fails_the_round_saying_so(coordinator):
-    tasks = [_task(coordinator.address, pid) for pid in (0, 1)]
-    coordinator.accept_all(timeout=60)
-    tasks = [_proven(sock) for sock in tasks]
+    tasks = _tasks(coordinator, (0, 1))
     coordinator.send_all({"function": "f"})
     wire.send(tasks[0], {"pid": 0, wire.WORK: 0.0})
     # the first wire format, as an executor left with an older spark-bsvm would answer
@@ -134,31 +150,50 @@ def test_an_answer_from_another_spark_bsvm_version_fails_the_round_saying_so(coo
         sock.close()
 
 
-def test_a_task_greets_only_a_peer_that_proves_the_fits_secret(coordinator):
-    """``wire.greet``: the task sends its secret only after the peer's proof of it; another fit's coordinator
-    and a peer that closes at once are refused before the secret leaves, the fit's own coordinator admits it."""
+def _relay(source, target):
+    """Copy what ``source`` sends to ``target`` until either closes."""
+    try:
+        while chunk := source.recv(4096):
+            target.sendall(chunk)
+    except OSError:
+        pass
+    for sock in (source, target):
+        sock.close()
+
+
+def test_the_handshake_admits_the_fits_tasks_and_shows_them_only_the_fits_coordinator(coordinator):
+    """``wire.greet``: another fit's coordinator refuses the task, a peer that closes or greets otherwise is left,
+    a relay to the coordinator from another port (a service holding a port tried first) is refused by the task,
+    whose hello shows nothing of the secret to any of them; the fit's own coordinator admits its tasks."""
     other = rounds.Coordinator("127.0.0.1", [0, 1], "0" * 64)
-    sock = socket.create_connection(other.address, timeout=10)
-    other._poll([], timeout=5)  # accepted: its proof goes out
-    with pytest.raises(PermissionError, match="did not prove it knows the fit's secret"):
-        wire.greet(sock, SECRET, 0)
-    sock.close()
-    other._poll([], timeout=5)
-    assert other.arrived == {} and other.refused == {"it closed before sending the secret": 1}
+    stranger = _Task(other.address, 0)
+    while stranger.thread.is_alive():
+        other._poll([], timeout=0.05)
+    assert isinstance(stranger.done().error, ConnectionError) and other.refused == {"it presented a wrong secret": 1}
     other.close()
-    with socket.create_server(("127.0.0.1", 0)) as closing:
-        sock = socket.create_connection(closing.getsockname()[:2], timeout=10)
-        closing.accept()[0].close()
-        with pytest.raises(ConnectionError, match="the peer closed the connection"):
-            wire.greet(sock, SECRET, 0)
-        sock.close()
-    tasks = [socket.create_connection(coordinator.address, timeout=10) for _ in range(2)]
-    greeting = [threading.Thread(target=wire.greet, args=(sock, SECRET, pid)) for pid, sock in enumerate(tasks)]
-    for thread in greeting:
-        thread.start()
-    coordinator.accept_all(timeout=60)
-    for thread in greeting:
-        thread.join()
+    for answer in (b"", b"HTTP/1.1 400 Bad Request\r\n\r\n"):
+        with socket.create_server(("127.0.0.1", 0)) as server:
+            sock = socket.create_connection(server.getsockname()[:2], timeout=10)
+            conn = server.accept()[0]
+            conn.sendall(answer)
+            conn.close()
+            with pytest.raises(ConnectionError, match="closed the connection|does not greet as a spark-bsvm"):
+                wire.greet(sock, SECRET, 0)
+            sock.close()
+    relayed_to = rounds.Coordinator("127.0.0.1", [1], SECRET)
+    with socket.create_server(("127.0.0.1", 0)) as relay_server:
+        relayed = _Task(relay_server.getsockname()[:2], 1)
+        inbound = relay_server.accept()[0]
+        outbound = socket.create_connection(relayed_to.address)
+        relays = [threading.Thread(target=_relay, args=pair) for pair in ((inbound, outbound), (outbound, inbound))]
+        for thread in relays:
+            thread.start()
+        while relayed.thread.is_alive():
+            relayed_to._poll([], timeout=0.05)
+        assert isinstance(relayed.done().error, PermissionError)  # the answer names the coordinator's own port
+        relayed.sock.close()
+        for thread in relays:
+            thread.join(10)
+    relayed_to.close()
+    _tasks(coordinator, (0, 1))
     assert sorted(coordinator.conns) == [0, 1] and coordinator.refused == {}
-    for sock in tasks:
-        sock.close()
