@@ -1,6 +1,7 @@
 """The coordinator's admission of connections, without Spark: tasks get in through a flood of strangers,
 and no stranger is ever waited for."""
 
+import contextlib
 import socket
 import struct
 import threading
@@ -151,14 +152,16 @@ def test_an_answer_from_another_spark_bsvm_version_fails_the_round_saying_so(coo
 
 
 def _relay(source, target):
-    """Copy what ``source`` sends to ``target`` until either closes."""
+    """Copy what ``source`` sends to ``target`` until either closes; then end both (a shutdown, which wakes the
+    other direction's thread from its ``recv``, where a close would not)."""
     try:
         while chunk := source.recv(4096):
             target.sendall(chunk)
     except OSError:
         pass
     for sock in (source, target):
-        sock.close()
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def test_the_handshake_admits_the_fits_tasks_and_shows_them_only_the_fits_coordinator(coordinator):
@@ -194,6 +197,8 @@ def test_the_handshake_admits_the_fits_tasks_and_shows_them_only_the_fits_coordi
         relayed.sock.close()
         for thread in relays:
             thread.join(10)
+        inbound.close()
+        outbound.close()
     relayed_to.close()
     _tasks(coordinator, (0, 1))
     assert sorted(coordinator.conns) == [0, 1] and coordinator.refused == {}
