@@ -48,7 +48,7 @@ from spark_bsvm.engine.stage import out_of_memory
 MEETING_PORTS = range(61000, 65536)
 MEETING_CANDIDATES = 8  # ports tried, in a fit's own order: the first free one is taken
 GREETING_TIMEOUT = 2.0  # seconds a task waits for the handshake on a port that accepted it before the next port
-# seconds a task looks for the coordinating task while its ports refuse connections (its task may start later
+# seconds a task looks for the coordinating task while its ports refuse connections (that task may start later
 # than this one: a barrier stage launches its tasks together, their Python workers start when they can), and
 # the coordinating task waits for the others, 5 s more; CONNECT_TIMEOUT once a try fails otherwise
 MEETING_TIMEOUT = 60.0
@@ -67,7 +67,7 @@ def meeting_place(context, secret):
     return host, list(dict.fromkeys(ports)), stage_secret
 
 
-def meeting_timeout(spec):
+def meeting_wait(spec):
     """``MEETING_TIMEOUT``, or a shorter one the test hook ``TaskSpec.fault_injection`` sets."""
     return (spec.fault_injection or {}).get("meeting_timeout", MEETING_TIMEOUT)
 
@@ -180,7 +180,7 @@ def host_fit(context, batches, spec):
     coordinator = _listen(host, ports, range(1, spec.n_partitions), secret)
     try:
         try:  # a task that gives up sooner reports why in its own row
-            coordinator.accept_all(timeout=meeting_timeout(spec) + 5.0)
+            coordinator.accept_all(timeout=meeting_wait(spec) + 5.0)
         except TimeoutError as exc:
             return {"error_type": type(exc).__name__, "error": str(exc)}
         warnings = _Warnings()

@@ -34,7 +34,7 @@ import time
 from spark_bsvm.engine import wire
 from spark_bsvm.engine.blocks import MISSING_PACKAGE, partition_block, partition_groups, partition_rows
 from spark_bsvm.engine.hosted import (MEETING_PORTS, find_coordinating_task, host_fit, meeting_place,
-                                     meeting_timeout)
+                                     meeting_wait)
 from spark_bsvm.engine.rounds import CONNECT_TIMEOUT
 from spark_bsvm.engine.task_threads import use_task_cores
 from spark_bsvm.engine.stage import (MISSING, UNREACHABLE, out_of_memory, output_batch, output_row, output_schema,
@@ -59,7 +59,7 @@ def reach_coordinator(context, spec, pid):
         host, ports, secret = meeting_place(context, spec.secret)
         if injection.get("unreachable") == pid:  # test hook: this task is told a port where nothing listens
             ports = [injection["port"]]
-        sock, exc = find_coordinating_task(host, ports, secret, pid, meeting_timeout(spec))
+        sock, exc = find_coordinating_task(host, ports, secret, pid, meeting_wait(spec))
         if sock is None:
             return None, None, _unreachable(
                 context, f"{host} on port {' or '.join(map(str, ports))}", exc,
