@@ -64,7 +64,7 @@ def meeting_place(context, secret):
     ports = [MEETING_PORTS[int.from_bytes(digest[2 * k:2 * k + 2], "big") % len(MEETING_PORTS)]
              for k in range(MEETING_CANDIDATES)]
     host = context.getTaskInfos()[0].address.rsplit(":", 1)[0]  # partition 0's executor, as the others know it
-    return host, list(dict.fromkeys(ports)), stage_secret
+    return host.removeprefix("[").removesuffix("]"), list(dict.fromkeys(ports)), stage_secret  # IPv6's brackets off
 
 
 def meeting_wait(spec):
@@ -87,15 +87,22 @@ def _listen(host, ports, partitions, secret):
 
 def find_coordinating_task(host, ports, secret, pid, meeting_timeout=MEETING_TIMEOUT):
     """(a socket connected to the coordinator at ``host`` on one of ``ports``, greeted with ``secret`` as
-    partition ``pid``'s task, None), or (None, the last port's OSError) once trying the ports in turn has found
-    none: after ``meeting_timeout`` seconds while they refuse connections (the coordinating task may start
-    listening after this task starts looking), after ``CONNECT_TIMEOUT`` once a try failed otherwise (no route,
-    no answer).  The pause between passes grows from 5 to 100 ms."""
-    start, pause, refused_only = time.monotonic(), 0.005, True
+    partition ``pid``'s task, None), or (None, the problem) once trying the ports in turn has found none: after
+    ``meeting_timeout`` seconds while they refuse connections (the coordinating task may start listening after
+    this task starts looking; a port held by another service or fit is passed over), after ``CONNECT_TIMEOUT``
+    once a connection failed otherwise (no route, no answer).  No try outlasts what is left of that time by
+    more than its greeting's wait.  The problem: a coordinator of another spark-bsvm version where one was met
+    (``wire.OtherVersion``), else the last port's OSError.  The pause between passes grows from 5 to 100 ms."""
+    start, pause, refused_only, problem, other_version = time.monotonic(), 0.005, True, None, None
     while True:
         for port in ports:
+            left = (meeting_timeout if refused_only else min(meeting_timeout, CONNECT_TIMEOUT)) - (
+                time.monotonic() - start)
+            if left <= 0 and problem is not None:
+                return None, other_version or problem
+            wait = min(GREETING_TIMEOUT, max(left, 0.01))
             try:
-                sock = socket.create_connection((host, port), timeout=GREETING_TIMEOUT)
+                sock = socket.create_connection((host, port), timeout=wait)
             except OSError as exc:  # nothing listens there (yet), or nothing answers
                 problem, refused_only = exc, refused_only and isinstance(exc, ConnectionRefusedError)
                 continue
@@ -104,12 +111,11 @@ def find_coordinating_task(host, ports, secret, pid, meeting_timeout=MEETING_TIM
             except OSError as exc:  # another service, another fit's coordinator, or a handshake too slow
                 sock.close()
                 problem = exc
+                if isinstance(exc, wire.OtherVersion):
+                    other_version = exc
                 continue
             sock.settimeout(None)
             return sock, None
-        waited = time.monotonic() - start
-        if waited > meeting_timeout or (waited > CONNECT_TIMEOUT and not refused_only):
-            return None, problem
         time.sleep(pause)
         pause = min(2 * pause, 0.1)
 
@@ -173,11 +179,34 @@ class _Warnings(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+class _NoOtherTasks:
+    """The coordinator of a fit of one partition, whose coordinating task has no other task to meet: no
+    listener, no port taken."""
+
+    def accept_all(self, timeout):
+        pass
+
+    def send_all(self, message):
+        pass
+
+    def gather(self):
+        return {}
+
+    def stop(self):
+        pass
+
+    def close(self):
+        pass
+
+
 def host_fit(context, batches, spec):
     """Coordinate the fit ``spec.fit`` from partition 0's task; the task's output row (the model or the
     error that ended the fit)."""
-    host, ports, secret = meeting_place(context, spec.secret)
-    coordinator = _listen(host, ports, range(1, spec.n_partitions), secret)
+    if spec.n_partitions > 1:
+        host, ports, secret = meeting_place(context, spec.secret)
+        coordinator = _listen(host, ports, range(1, spec.n_partitions), secret)
+    else:
+        coordinator = _NoOtherTasks()
     try:
         try:  # a task that gives up sooner reports why in its own row
             coordinator.accept_all(timeout=meeting_wait(spec) + 5.0)

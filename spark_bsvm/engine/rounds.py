@@ -81,14 +81,15 @@ class Coordinator:
 
     ``check`` is called about once a second while waiting; it raises to end the wait (the Spark stage
     has failed, say).  ``conns`` holds the tasks that serve rounds, ``arrived`` the tasks admitted
-    since (of a restarted stage), ``refused`` counts the connections refused, by reason, ``times`` the
-    ``RoundTimes`` of the rounds gathered.
+    since (of a restarted stage), ``refused`` counts the connections refused, by reason, ``left`` those that
+    closed before their hello, ``times`` the ``RoundTimes`` of the rounds gathered.
     """
 
     def __init__(self, host, partitions, secret, check=None, port=0):
         self.partitions = sorted(partitions)
         self.max_newcomers = len(self.partitions) + MAX_STRANGERS
-        self.listener = socket.create_server((host, port), backlog=self.max_newcomers)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET  # an IPv6 address, or IPv4's or a name
+        self.listener = socket.create_server((host, port), family=family, backlog=self.max_newcomers)
         self.listener.setblocking(False)
         self.secret = secret
         self.check = check or (lambda: None)
@@ -96,6 +97,7 @@ class Coordinator:
         self.arrived = {}
         self.newcomers = {}  # {socket: _Newcomer}, oldest first
         self.refused = collections.Counter()
+        self.left = 0  # connections that closed before their hello
         self.times = RoundTimes()
         self._sent = None  # when the current round's request went out
         self._next_check = time.monotonic() + CHECK_INTERVAL
@@ -113,6 +115,15 @@ class Coordinator:
             log.warning("refused a connection to the spark-bsvm coordinator: %s (further ones are counted and "
                         "reported when the fit ends)", reason)
 
+    def _drop(self, conn):
+        """Close ``conn``, which closed before its hello: it presented nothing to refuse (a task of another fit
+        that read this fit's mark in the greeting and left, when two fits coordinated on the executors share a
+        port of their meeting places; a port scan), so it is only counted, in ``left``."""
+        del self.newcomers[conn]
+        conn.close()
+        self.left += 1
+        log.debug("a connection to the spark-bsvm coordinator closed before its hello")
+
     def _read_hello(self, conn):
         """Read what has arrived of ``conn``'s hello, without waiting; admit or refuse it once complete."""
         newcomer = self.newcomers[conn]
@@ -123,7 +134,7 @@ class Coordinator:
         except OSError:
             chunk = b""
         if not chunk:
-            self._refuse(conn, "it closed before its hello")
+            self._drop(conn)
             return
         newcomer.hello += chunk
         if len(newcomer.hello) < wire.HELLO.size:
@@ -161,12 +172,12 @@ class Coordinator:
             conn.setblocking(False)
             if len(self.newcomers) >= self.max_newcomers:
                 self._refuse(next(iter(self.newcomers)), "too many connections waited for their hello at once")
-            greeting, nonce = wire.greeting()
+            greeting, nonce = wire.greeting(self.secret)
             self.newcomers[conn] = _Newcomer(time.monotonic() + HELLO_TIMEOUT, nonce)
             try:  # a fresh connection's send buffer holds the few bytes of the greeting: this never waits
                 conn.send(greeting)
             except OSError:
-                self._refuse(conn, "it closed before its hello")
+                self._drop(conn)
                 continue
             self._read_hello(conn)
 
@@ -215,8 +226,6 @@ class Coordinator:
     def send_all(self, message):
         """Send ``message`` to every connected task (encoded once for all of them)."""
         self._sent = time.perf_counter()
-        if not self.conns:  # a hosted fit of one partition: its coordinating task has no one to send to
-            return
         buffers = wire.frame(message)
         for conn in self.conns.values():
             wire.send_frame(conn, buffers)

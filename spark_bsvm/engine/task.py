@@ -43,11 +43,19 @@ from spark_bsvm.engine.worker_gc import freeze_at_task_start
 
 
 
+def _this_task(context):
+    """This task as its messages name it: by its executor's address."""
+    return f"the training task on executor {context.getTaskInfos()[context.partitionId()].address}"
+
+
 def _unreachable(context, where, exc, advice):
     """The message of a task that cannot reach the coordinator at ``where`` (``exc``: the last try's error)."""
-    executor = context.getTaskInfos()[context.partitionId()].address
-    return (f"the training task on executor {executor} cannot reach the spark-bsvm coordinator at {where} ({exc}); "
-            f"{advice}")
+    return f"{_this_task(context)} cannot reach the spark-bsvm coordinator at {where} ({exc}); {advice}"
+
+
+def _other_version(context, where, exc):
+    """The message of a task that met a spark-bsvm coordinator of another version (``exc``) at ``where``."""
+    return f"{_this_task(context)} met the spark-bsvm coordinator at {where}, but {exc}"
 
 
 def reach_coordinator(context, spec, pid):
@@ -60,6 +68,8 @@ def reach_coordinator(context, spec, pid):
         if injection.get("unreachable") == pid:  # test hook: this task is told a port where nothing listens
             ports = [injection["port"]]
         sock, exc = find_coordinating_task(host, ports, secret, pid, meeting_wait(spec))
+        if isinstance(exc, wire.OtherVersion):
+            return None, None, _other_version(context, f"{host} on port {' or '.join(map(str, ports))}", exc)
         if sock is None:
             return None, None, _unreachable(
                 context, f"{host} on port {' or '.join(map(str, ports))}", exc,
@@ -81,6 +91,9 @@ def reach_coordinator(context, spec, pid):
         sock.settimeout(None)
         try:
             wire.greet(sock, spec.secret, pid)
+        except wire.OtherVersion as exc:  # the same on every try: the task ends with the message, not restarted
+            sock.close()
+            return None, None, _other_version(context, f"{address[0]}:{address[1]}", exc)
         except OSError as exc:  # ConnectionError: it closed, or speaks no such handshake; PermissionError: a relay
             sock.close()
             raise _closed_early(address) from exc

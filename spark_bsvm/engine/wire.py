@@ -14,13 +14,14 @@ shape) before any kernel sees it.  A frame of another version is refused with a 
 driver and the executors run different spark-bsvm versions.
 
 A connection starts with a handshake in which neither side sends the per-fit secret, and each shows the
-other it knows it (``greet``): the coordinator sends a greeting (a tag of this handshake and a random nonce);
-the task answers with its hello (its own nonce, its partition id and an HMAC under the secret of both nonces
-and the id); the coordinator checks that HMAC in constant time before reading anything else, admits the task
-and answers with an HMAC of both nonces and the port it listens on, which the task checks against the port it
-reached.  So a task that looks for a coordinating task among a few ports (``spark_bsvm.engine.hosted``)
-learns nothing of the secret to another service on one of them, and a service that relays it to the
-coordinator from another port is refused.
+other it knows it (``greet``): the coordinator sends a greeting (a tag of this handshake, a random nonce and
+the fit's mark, a one-way digest of the secret by which a task of another fit, trying ports in turn, leaves
+without a word); the task answers with its hello (its own nonce, its partition id and an HMAC under the
+secret of both nonces and the id); the coordinator checks that HMAC in constant time before reading anything
+else, admits the task and answers with an HMAC of both nonces and the port it listens on, which the task
+checks against the port it reached.  So a task that looks for a coordinating task among a few ports
+(``spark_bsvm.engine.hosted``) learns nothing of the secret to another service on one of them, and a service
+that relays it to the coordinator from another port is refused.
 """
 
 import hashlib
@@ -52,6 +53,8 @@ _MAX_DTYPES = 64
 _VERSION, _VALUES, _ARRAYS, _CSR = "wire", "values", "arrays", "csr"
 _SECTIONS = frozenset((_VERSION, _VALUES, _ARRAYS, _CSR))
 WIRE_FORMAT = 2  # the first format (a JSON object per value, no version) was 1
+OTHER_VERSIONS = ("the driver and the executors run different spark-bsvm versions; install the driver's version on "
+                  "every node, or ship it with --py-files (README: Running on a cluster)")
 _JSON_SCALARS = (str, int, float)  # bools are ints
 
 
@@ -145,9 +148,7 @@ def decode(payload):
         raise _malformed("it must be a JSON object")
     if header.get(_VERSION) != WIRE_FORMAT:
         raise ValueError(f"a message in wire format {header.get(_VERSION, 1)!r}, where this spark-bsvm reads format "
-                         f"{WIRE_FORMAT}: the driver and the executors run different spark-bsvm versions; install "
-                         "the driver's version on every node, or ship it with --py-files (README: Running on a "
-                         "cluster)")
+                         f"{WIRE_FORMAT}: {OTHER_VERSIONS}")
     unknown = set(header) - _SECTIONS
     if unknown:
         raise _malformed(f"unknown section(s) {sorted(unknown)}")
@@ -218,20 +219,37 @@ def recv(sock):
     return decode(_recv_exactly(sock, n))
 
 
-HANDSHAKE = b"BSV1"  # the tag that starts the coordinator's greeting and the task's hello: this handshake's
-GREETING = struct.Struct(">4s16s")  # the coordinator's first bytes: the tag, its nonce
+# the tag that starts the coordinator's greeting and the task's hello: this handshake's (BSV1 greeted with no
+# fit's mark); every spark-bsvm tag starts with HANDSHAKES, so that another version's is told from a stranger's
+HANDSHAKE, HANDSHAKES = b"BSV2", b"BSV"
+FIT_MARK_SIZE = 8
+GREETING = struct.Struct(f">4s16s{FIT_MARK_SIZE}s")  # the coordinator's first bytes: the tag, its nonce, the fit's mark
 HELLO = struct.Struct(">4s16sq32s")  # the task's: the tag, its nonce, its partition id, its HMAC
 ANSWER_SIZE = hashlib.sha256().digest_size  # the coordinator's HMAC once it admitted the task
+
+
+class OtherVersion(ConnectionError):
+    """The peer speaks the handshake of another spark-bsvm version."""
+
+
+class OtherFit(ConnectionError):
+    """The peer is the coordinator of another fit (its greeting bears another fit's mark)."""
 
 
 def _mac(secret, *parts):
     return hmac.new(secret.encode(), b"".join(parts), hashlib.sha256).digest()
 
 
-def greeting():
-    """(the greeting a coordinator sends first on a connection, its nonce)."""
+def fit_mark(secret):
+    """The mark of the fit of ``secret`` in its coordinator's greeting: a digest no one can tell the secret from
+    (nor forge a hello by), which lets a task that meets another fit's coordinator leave before its hello."""
+    return _mac(secret, b"fit mark")[:FIT_MARK_SIZE]
+
+
+def greeting(secret):
+    """(the greeting a coordinator of the fit of ``secret`` sends first on a connection, its nonce)."""
     nonce = os.urandom(16)
-    return GREETING.pack(HANDSHAKE, nonce), nonce
+    return GREETING.pack(HANDSHAKE, nonce, fit_mark(secret)), nonce
 
 
 def _task_mac(secret, greeting_nonce, nonce, partition_id):
@@ -246,12 +264,19 @@ def answer(secret, greeting_nonce, hello_nonce, port):
 
 def greet(sock, secret, partition_id):
     """The task's side of a connection's start (waiting for the coordinator as long as ``sock``'s timeout):
-    read the greeting, send the hello, check the answer.  A ConnectionError if the peer closed first or does
-    not speak this handshake, a PermissionError if its answer shows no knowledge of ``secret`` (another fit's
-    coordinator, or a relay from another port)."""
-    tag, greeting_nonce = GREETING.unpack(_recv_exactly(sock, GREETING.size))
+    read the greeting, send the hello, check the answer.  An OtherVersion if the peer speaks another spark-bsvm
+    version's handshake, an OtherFit if it greets as another fit's coordinator (the task then leaves without
+    a hello), another ConnectionError if it closed first or does not speak this handshake, a PermissionError if
+    its answer shows no knowledge of ``secret`` (a relay from another port)."""
+    tag = bytes(_recv_exactly(sock, len(HANDSHAKE)))  # the tag alone first: another version's greeting may be shorter
     if tag != HANDSHAKE:
-        raise ConnectionError("the peer does not greet as a spark-bsvm coordinator of this version does")
+        if tag.startswith(HANDSHAKES):
+            raise OtherVersion(f"it speaks the handshake {tag.decode(errors='replace')!r} of another spark-bsvm "
+                               f"version, where this task speaks {HANDSHAKE.decode()!r}: {OTHER_VERSIONS}")
+        raise ConnectionError("the peer does not greet as a spark-bsvm coordinator does")
+    _, greeting_nonce, mark = GREETING.unpack(tag + _recv_exactly(sock, GREETING.size - len(tag)))
+    if not hmac.compare_digest(mark, fit_mark(secret)):
+        raise OtherFit("the peer is the coordinator of another fit")
     nonce = os.urandom(16)
     sock.sendall(HELLO.pack(HANDSHAKE, nonce, partition_id, _task_mac(secret, greeting_nonce, nonce, partition_id)))
     expected = answer(secret, greeting_nonce, nonce, sock.getpeername()[1])
@@ -264,7 +289,8 @@ def read_hello(hello, secret, greeting_nonce):
     ``greeting_nonce``; a PermissionError if it shows no knowledge of ``secret``, or speaks another handshake."""
     tag, nonce, partition_id, mac = HELLO.unpack(hello)
     if tag != HANDSHAKE:
-        raise PermissionError("it spoke another handshake (another spark-bsvm version, or not spark-bsvm)")
+        reason = "another spark-bsvm version" if tag.startswith(HANDSHAKES) else "not spark-bsvm"
+        raise PermissionError(f"it spoke another handshake ({reason})")
     if not hmac.compare_digest(mac, _task_mac(secret, greeting_nonce, nonce, partition_id)):
         raise PermissionError("it presented a wrong secret")
     return partition_id, nonce

@@ -7,24 +7,33 @@ import socket
 import threading
 import time
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
-from spark_bsvm.engine import hosted
+from core.engine import LocalEngine
+from core.kernels import KernelSpec
+from core.model import KernelExpansion
+from core.svc import fit_csvc
+from core.synthetic import make_rings
+from spark_bsvm.engine import hosted, wire
+from spark_bsvm.engine.stage import HostedFit, TaskSpec
 
 SECRET = "a7" * 32
 
 
 class _Context:
-    """What ``hosted.meeting_place`` reads of a ``BarrierTaskContext``."""
+    """What ``hosted.meeting_place`` reads of a ``BarrierTaskContext`` (``executor``: partition 0's, as Spark
+    writes its address)."""
 
-    def __init__(self, stage):
-        self.stage = stage
+    def __init__(self, stage, executor="127.0.0.1:40001"):
+        self.stage, self.executor = stage, executor
 
     def stageId(self):
         return self.stage
 
     def getTaskInfos(self):
-        return [type("TaskInfo", (), {"address": "127.0.0.1:40001"})()]
+        return [type("TaskInfo", (), {"address": self.executor})()]
 
 
 class _Listener:
@@ -97,8 +106,8 @@ def test_ports_held_by_others_are_passed_over_and_never_hear_the_secret(holder, 
     (sock, problem), = found
     assert problem is None and sock.getpeername()[1] == coordinator.address[1] == ports[2]
     assert list(coordinator.conns) == [1]
-    if holder == "another fit's coordinator":
-        assert all(other.arrived == {} and not other.conns for other in others)
+    if holder == "another fit's coordinator":  # left at its greeting: nothing to refuse, nothing to warn of
+        assert all(other.arrived == {} and not other.conns and other.refused == {} for other in others)
     else:
         assert all(secret.encode() not in b"".join(other.received) for other in others)
         assert all(other.conns for other in others)  # each was tried
@@ -144,3 +153,68 @@ def test_a_coordinating_task_with_every_port_held_says_which():
         hosted._listen(host, ports, [1], secret)
     for server in held:
         server.close()
+
+
+def test_a_pass_over_silent_ports_keeps_to_the_meeting_s_time():
+    """Every port held by a service that takes connections and never answers: each try waits at most what is
+    left of the meeting's time, where each waited ``GREETING_TIMEOUT`` (2 s, 16 s a pass over 8 ports)."""
+    host, ports, secret = hosted.meeting_place(_Context(9), SECRET)
+    silent = []
+    for port in ports:
+        with contextlib.suppress(OSError):  # a port something else holds is silent to this fit all the same
+            silent.append(socket.create_server((host, port)))  # listening, never accepting: connections wait
+    start = time.monotonic()
+    sock, problem = hosted.find_coordinating_task(host, ports, secret, 1, meeting_timeout=0.5)
+    assert sock is None and isinstance(problem, TimeoutError) and time.monotonic() - start < 1.5
+    for server in silent:
+        server.close()
+
+
+def test_a_coordinating_task_on_an_ipv6_executor_is_found_there():
+    """Spark writes an IPv6 executor's address in brackets ([::1]:port): the host to listen on and dial is
+    the address without them."""
+    host, ports, secret = hosted.meeting_place(_Context(10, executor="[::1]:40001"), SECRET)
+    assert host == "::1"
+    coordinator = hosted._listen(host, ports, [1], secret)
+    found = []
+    looking = threading.Thread(target=lambda: found.append(hosted.find_coordinating_task(host, ports, secret, 1)))
+    looking.start()
+    coordinator.accept_all(timeout=10)
+    looking.join()
+    (sock, problem), = found
+    assert problem is None and sock.getpeername()[0] == "::1" and list(coordinator.conns) == [1]
+    sock.close()
+    coordinator.close()
+
+
+def test_a_coordinator_of_another_version_is_the_problem_reported():
+    """Another spark-bsvm version's coordinator on the first port, nothing on the others: the task gives up
+    with that coordinator's versions, not with the last port's refusal."""
+    host, ports, secret = hosted.meeting_place(_Context(11), SECRET)
+    older = _Listener(ports[0], answer=b"BSV1" + bytes(16))
+    sock, problem = hosted.find_coordinating_task(host, ports, secret, 1, meeting_timeout=0.3)
+    assert sock is None and isinstance(problem, wire.OtherVersion) and "'BSV1'" in str(problem)
+    older.close()
+
+
+def test_a_fit_of_one_partition_takes_no_port_and_gives_the_local_model(monkeypatch):
+    """The coordinating task of a one-partition fit has no task to meet: it neither works out a meeting place
+    nor listens, and fits its rows as ``LocalEngine`` does."""
+    from tests.spark_bsvm.engine.test_blocks import _arrow_vectors
+
+    def no_port(*args):
+        raise AssertionError("a fit of one partition looked for a port")
+
+    monkeypatch.setattr(hosted, "meeting_place", no_port)
+    monkeypatch.setattr(hosted, "_listen", no_port)
+    X, y = make_rings(120, 4, seed=5)
+    batch = pa.RecordBatch.from_arrays([_arrow_vectors(X, dense_rows=range(len(X))), pa.array(y)],
+                                       ["features", "label"])
+    arguments = dict(C=1.0, kernel=KernelSpec("rbf", gamma=0.5))
+    spec = TaskSpec(SECRET, n_features=4, classes=[-1.0, 1.0], has_weight=False, n_partitions=1,
+                    n_examples=len(X), scale_gamma=1.0, fit=HostedFit(fit_csvc, arguments), dense=True)
+    row = hosted.host_fit(_Context(12), iter([batch]), spec)
+    assert "error" not in row and row["served"] > 1
+    model, local = KernelExpansion.from_bytes(row["model"]), fit_csvc(LocalEngine(X, y, n_partitions=1), **arguments)
+    np.testing.assert_array_equal(model.support_vectors, local.support_vectors)
+    np.testing.assert_array_equal(model.coef, local.coef)

@@ -91,23 +91,26 @@ def test_a_hello_in_pieces_is_read_as_it_arrives_and_bad_hellos_are_refused(coor
     address = coordinator.address
     slow = socket.create_connection(address, timeout=30)
     coordinator._poll([], timeout=0.1)  # accepted: its greeting goes out
-    tag, greeting_nonce = wire.GREETING.unpack(wire._recv_exactly(slow, wire.GREETING.size))
+    tag, greeting_nonce, _ = wire.GREETING.unpack(wire._recv_exactly(slow, wire.GREETING.size))
     nonce = bytes(range(16))
     hello = wire.HELLO.pack(tag, nonce, 1, wire._task_mac(SECRET, greeting_nonce, nonce, 1))
     slow.sendall(hello[:10])
     coordinator._poll([], timeout=0.1)
     assert coordinator.arrived == {} and len(coordinator.newcomers) == 1  # the slow one's first bytes
     slow.sendall(hello[10:])
-    wrong, unknown, task = _Task(address, 0, secret="0" * 64), _Task(address, 7), _Task(address, 0)
+    # a hello of a wrong secret, from a peer that passed over the fit's mark in the greeting
+    wrong = socket.create_connection(address, timeout=30)
+    unknown, task = _Task(address, 7), _Task(address, 0)
     coordinator.accept_all(timeout=60)
-    while sum(coordinator.refused.values()) < 2 and unknown.thread.is_alive() | wrong.thread.is_alive():
+    wrong.sendall(wire.HELLO.pack(wire.HANDSHAKE, nonce, 0, bytes(32)))
+    while sum(coordinator.refused.values()) < 2:
         coordinator._poll([], timeout=0.1)
     assert sorted(coordinator.conns) == [0, 1] and task.done().error is None
     assert wire._recv_exactly(slow, wire.ANSWER_SIZE) == wire.answer(SECRET, greeting_nonce, nonce, address[1])
-    assert isinstance(wrong.done().error, ConnectionError) and isinstance(unknown.done().error, ConnectionError)
+    assert isinstance(unknown.done().error, ConnectionError) and not still_open(wrong)
     assert coordinator.refused == {"it presented a wrong secret": 1, "it named a partition this fit does not have": 1}
     assert "refused a connection to the spark-bsvm coordinator: it presented a wrong secret" in caplog.text
-    for sock in (wrong.sock, unknown.sock, slow, task.sock):
+    for sock in (wrong, unknown.sock, slow, task.sock):
         sock.close()
 
 
@@ -164,15 +167,20 @@ def _relay(source, target):
             sock.shutdown(socket.SHUT_RDWR)
 
 
-def test_the_handshake_admits_the_fits_tasks_and_shows_them_only_the_fits_coordinator(coordinator):
-    """``wire.greet``: another fit's coordinator refuses the task, a peer that closes or greets otherwise is left,
-    a relay to the coordinator from another port (a service holding a port tried first) is refused by the task,
-    whose hello shows nothing of the secret to any of them; the fit's own coordinator admits its tasks."""
+def test_the_handshake_admits_the_fits_tasks_and_shows_them_only_the_fits_coordinator(coordinator, caplog):
+    """``wire.greet``: the task leaves another fit's coordinator at its greeting (its fit's mark), before a hello,
+    and that coordinator warns of nothing; a peer that closes or greets otherwise is left, a relay to the
+    coordinator from another port (a service holding a port tried first) is refused by the task, whose hello
+    shows nothing of the secret to any of them; the fit's own coordinator admits its tasks."""
     other = rounds.Coordinator("127.0.0.1", [0, 1], "0" * 64)
     stranger = _Task(other.address, 0)
     while stranger.thread.is_alive():
         other._poll([], timeout=0.05)
-    assert isinstance(stranger.done().error, ConnectionError) and other.refused == {"it presented a wrong secret": 1}
+    assert isinstance(stranger.done().error, wire.OtherFit)
+    stranger.sock.close()  # as a task leaves such a coordinator (``hosted.find_coordinating_task``)
+    while other.newcomers:
+        other._poll([], timeout=0.05)
+    assert other.refused == {} and other.left == 1 and "refused" not in caplog.text
     other.close()
     for answer in (b"", b"HTTP/1.1 400 Bad Request\r\n\r\n"):
         with socket.create_server(("127.0.0.1", 0)) as server:
@@ -202,3 +210,26 @@ def test_the_handshake_admits_the_fits_tasks_and_shows_them_only_the_fits_coordi
     relayed_to.close()
     _tasks(coordinator, (0, 1))
     assert sorted(coordinator.conns) == [0, 1] and coordinator.refused == {}
+
+
+def test_a_coordinator_of_another_version_is_named_as_such(coordinator):
+    """A greeting of another spark-bsvm handshake (the first, with no fit's mark: 4 bytes shorter than this
+    one's) ends the task's handshake with the versions' names and the fix, not with a wait for bytes that never
+    come; a hello of another version is refused saying so."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        sock = socket.create_connection(server.getsockname()[:2], timeout=10)
+        conn = server.accept()[0]
+        conn.sendall(b"BSV1" + bytes(16))  # and waits for the task's hello, as that version does
+        with pytest.raises(wire.OtherVersion, match=r"^it speaks the handshake 'BSV1' of another spark-bsvm version, "
+                                                     r"where this task speaks 'BSV2': the driver and the executors "
+                                                     r"run different spark-bsvm versions; install the driver's "
+                                                     r"version on every node, or ship it with --py-files"):
+            wire.greet(sock, SECRET, 0)
+        sock.close()
+        conn.close()
+    newer = socket.create_connection(coordinator.address, timeout=10)
+    newer.sendall(b"BSV3" + bytes(wire.HELLO.size - 4))
+    while not coordinator.refused:
+        coordinator._poll([], timeout=0.05)
+    assert coordinator.refused == {"it spoke another handshake (another spark-bsvm version)": 1}
+    newer.close()
