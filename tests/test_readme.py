@@ -12,7 +12,6 @@ import re
 import shlex
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from core import benchmark_files

@@ -1,7 +1,7 @@
 """From a DataFrame to the numpy blocks the tasks hold: the data's checks (a Spark job, or each task's own
 checks of its rows judged on the driver), Arrow to numpy in the task."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -172,8 +172,9 @@ class DataSummary:
     """What the checks of the training data found: the two label values (negative first), the rows, the
     rows of each non-empty input partition ({partition id: rows}), the feature count, scikit-learn's
     ``gamma="scale"`` for the training rows, those not marked for validation (``core.kernels.scale_gamma``),
-    of the rows, those marked for validation (0 without a ``validation`` column), and whether the tasks hold
-    the rows as dense blocks (``core.rows.dense_enough`` of the nonzero values counted, of all rows)."""
+    of the rows, those marked for validation (0 without a ``validation`` column), whether the tasks hold
+    the rows as dense blocks (``core.rows.dense_enough`` of the nonzero values counted, of all rows), and the
+    input's partitions, empty ones included, where a Spark job of checks read them all (else None)."""
 
     classes: list
     n_rows: int
@@ -182,6 +183,7 @@ class DataSummary:
     scale_gamma: float
     n_validation: int = 0
     dense: bool = False
+    n_partitions: Optional[int] = None
 
 
 def _variance(groups, n_features):
@@ -243,7 +245,8 @@ def check_training_data(prepared, features_col, label_col, weight_col=None, row_
         if row["missing"]:
             raise RuntimeError(row["missing"])
     groups = [g for row in rows for g in json.loads(row["groups"])]
-    return judged_groups(groups, "validation" in prepared.columns, features_col, label_col, weight_col)
+    summary = judged_groups(groups, "validation" in prepared.columns, features_col, label_col, weight_col)
+    return replace(summary, n_partitions=len(rows))  # a row from each task, of an empty partition too
 
 
 def judged_groups(groups, has_validation, features_col, label_col, weight_col=None):

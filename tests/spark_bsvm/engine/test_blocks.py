@@ -336,8 +336,8 @@ def test_the_checks_job_and_the_tasks_own_checks_judge_rows_as_numpy_does(spark)
             marked = np.array([bool(r[3]) for r in rows]) if "validation" in columns else np.zeros(len(rows), bool)
             training = features[~marked]
             assert job.scale_gamma == pytest.approx(scale_gamma(5, training.var()), rel=1e-11)
-            assert (job.n_rows, job.n_features, job.n_validation, sum(job.partition_rows.values())) == (
-                len(rows), 5, int(marked.sum()), len(rows))
+            assert (job.n_rows, job.n_features, job.n_validation, sum(job.partition_rows.values()),
+                    job.n_partitions) == (len(rows), 5, int(marked.sum()), len(rows), 3)
             assert job.dense == dense_enough(np.count_nonzero(features), *features.shape)
             assert set(job.classes) == {r[1] for r in rows}
             assert (tasks.scale_gamma, tasks.classes, tasks.n_rows, tasks.partition_rows, tasks.n_features,

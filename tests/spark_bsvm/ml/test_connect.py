@@ -109,6 +109,18 @@ def test_local_rows_fit_in_fewer_tasks_than_their_partitions_under_connect(conne
     np.testing.assert_allclose(model.expansion.decision_function(X), local.decision_function(X), atol=1e-2)
 
 
+def test_empty_partitions_after_the_last_row_are_dealt_away_under_connect(connect_spark, rings):
+    """[80, 80, 0] for 2 tasks: the checks' job finds partitions 0 and 1 even (no row names partition 2), and
+    counts the 3 partitions it read: the rows are dealt into 2.  Read as they were, the barrier stage needed 3
+    task slots of local[2]'s 2, and Spark checked its slots every 15 s for two minutes before it failed the
+    fit."""
+    X, labels = rings
+    frame = contiguous_frame(connect_spark, X, labels, sizes=[80, 80, 0])
+    model = CSVC(C=1.0, gamma=0.5, tol=1e-6, numPartitions=2, maxStageRestarts=0).fit(frame)
+    local = fit_csvc(LocalEngine(X, labels, n_partitions=2), C=1.0, kernel=KernelSpec("rbf", gamma=0.5), tol=1e-6)
+    np.testing.assert_allclose(model.expansion.decision_function(X), local.decision_function(X), atol=1e-3)
+
+
 def test_bad_vectors_are_named_under_connect(connect_spark):
     """The checks' job names a null vector, a NaN value and mis-sized vectors under Connect as on a classic
     session."""

@@ -5,7 +5,6 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.evaluation import BinaryClassificationEvaluator
-from pyspark.ml.linalg import Vectors
 
 from core.engine import LocalEngine
 from core.kernels import KernelSpec
