@@ -90,16 +90,21 @@ def find_coordinating_task(host, ports, secret, pid, meeting_timeout=MEETING_TIM
     partition ``pid``'s task, None), or (None, the problem) once trying the ports in turn has found none: after
     ``meeting_timeout`` seconds while they refuse connections (the coordinating task may start listening after
     this task starts looking; a port held by another service or fit is passed over), after ``CONNECT_TIMEOUT``
-    once a connection failed otherwise (no route, no answer).  No try outlasts what is left of that time by
-    more than its greeting's wait.  The problem: a coordinator of another spark-bsvm version where one was met
-    (``wire.OtherVersion``), else the last port's OSError.  The pause between passes grows from 5 to 100 ms."""
+    once a connection failed otherwise (no route, no answer).  Each try's connection and each of its reads wait
+    at most what is left of that time (``GREETING_TIMEOUT`` at most).  The problem: the last port's OSError,
+    with, where a port answered as a coordinator of another spark-bsvm version (``wire.OtherVersion``: this fit's,
+    from an executor left with another version, or another application's), what it said.  The pause between
+    passes grows from 5 to 100 ms."""
     start, pause, refused_only, problem, other_version = time.monotonic(), 0.005, True, None, None
     while True:
         for port in ports:
             left = (meeting_timeout if refused_only else min(meeting_timeout, CONNECT_TIMEOUT)) - (
                 time.monotonic() - start)
             if left <= 0 and problem is not None:
-                return None, other_version or problem
+                if other_version is not None:
+                    problem = ConnectionError(f"{problem}; on another port a coordinator answered, and "
+                                              f"{other_version}")
+                return None, problem
             wait = min(GREETING_TIMEOUT, max(left, 0.01))
             try:
                 sock = socket.create_connection((host, port), timeout=wait)
@@ -189,7 +194,7 @@ class _NoOtherTasks:
     def send_all(self, message):
         pass
 
-    def gather(self):
+    def gather(self, timed=True):
         return {}
 
     def stop(self):

@@ -133,8 +133,11 @@ class Coordinator:
             return
         except OSError:
             chunk = b""
-        if not chunk:
-            self._drop(conn)
+        if not chunk:  # a peer that sent part of a hello presented something: refused as such
+            if newcomer.hello:
+                self._refuse(conn, "it closed before its hello was complete")
+            else:
+                self._drop(conn)
             return
         newcomer.hello += chunk
         if len(newcomer.hello) < wire.HELLO.size:
@@ -275,3 +278,5 @@ class Coordinator:
             log.warning("the spark-bsvm coordinator refused %d connections during the fit: %s",
                         sum(self.refused.values()), dict(self.refused))
             self.refused.clear()
+        if self.left:
+            log.debug("%d connections to the spark-bsvm coordinator closed before their hello", self.left)

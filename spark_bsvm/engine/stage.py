@@ -139,9 +139,9 @@ def balanced(prepared, partition_rows, n_partitions):
     the checks' pass over the data: deciding costs no extra pass.
 
     Not seen here: empty partitions after the last non-empty one (no row names them), which the callers
-    find where the plan fixes its partitions (``fixed_partitions``) or, under Spark Connect, by the partitions
-    the job of checks read (``DataSummary.n_partitions``: ``_checked_frame``); and partitions that the stage's own plan merges from others (a ``coalesce``),
-    which Spark refuses under a barrier stage even at the wanted count: ``TrainingData.run_stage`` deals
+    find where the plan fixes its partitions (``fixed_partitions``) or by the partitions a job of checks
+    read (``DataSummary.n_partitions``: ``_checked_frame``); and partitions that the stage's own plan merges
+    from others (a ``coalesce``), which Spark refuses under a barrier stage even at the wanted count: ``TrainingData.run_stage`` deals
     those again when Spark refuses the stage.
     """
     share = -(-sum(partition_rows.values()) // n_partitions)
@@ -505,13 +505,10 @@ def _checked_frame(prepared, tasks, names, max_row_bytes):
     n_partitions = _task_count(summary, tasks)
     frame = balanced(prepared, summary.partition_rows, n_partitions)
     # empty partitions after the last row: tasks beyond the slots the fit holds, which a barrier stage would
-    # wait for (Spark checks its slots again every 15 s, for minutes, before it fails the job).  Counted by the
-    # job under Spark Connect, whose plans are the server's; a classic plan may make its partitions as it runs
-    if is_connect(prepared.sparkSession):
-        read = summary.n_partitions
-    else:
-        read = fixed_partitions(prepared)
-    if frame is prepared and read not in (None, n_partitions):
+    # wait for (Spark checks its slots again every 15 s, for 10 minutes, before it fails the job).  The job
+    # counted the partitions it read, which the stage reads too (the same plan: under Spark Connect the server's,
+    # on a classic session one whose adaptive shuffles the job made as the stage will)
+    if frame is prepared and summary.n_partitions != n_partitions:
         frame = dealt_again(prepared, summary.partition_rows, n_partitions)
     return summary, frame
 

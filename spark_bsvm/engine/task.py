@@ -54,7 +54,7 @@ def _unreachable(context, where, exc, advice):
 
 
 def _other_version(context, where, exc):
-    """The message of a task that met a spark-bsvm coordinator of another version (``exc``) at ``where``."""
+    """The message of a task whose coordinator at ``where`` (the driver's) is of another version (``exc``)."""
     return f"{_this_task(context)} met the spark-bsvm coordinator at {where}, but {exc}"
 
 
@@ -68,8 +68,6 @@ def reach_coordinator(context, spec, pid):
         if injection.get("unreachable") == pid:  # test hook: this task is told a port where nothing listens
             ports = [injection["port"]]
         sock, exc = find_coordinating_task(host, ports, secret, pid, meeting_wait(spec))
-        if isinstance(exc, wire.OtherVersion):
-            return None, None, _other_version(context, f"{host} on port {' or '.join(map(str, ports))}", exc)
         if sock is None:
             return None, None, _unreachable(
                 context, f"{host} on port {' or '.join(map(str, ports))}", exc,

@@ -5,6 +5,7 @@ import contextlib
 import socket
 import struct
 import threading
+import time
 
 import pytest
 
@@ -103,7 +104,8 @@ def test_a_hello_in_pieces_is_read_as_it_arrives_and_bad_hellos_are_refused(coor
     unknown, task = _Task(address, 7), _Task(address, 0)
     coordinator.accept_all(timeout=60)
     wrong.sendall(wire.HELLO.pack(wire.HANDSHAKE, nonce, 0, bytes(32)))
-    while sum(coordinator.refused.values()) < 2:
+    deadline = time.monotonic() + 30
+    while sum(coordinator.refused.values()) < 2 and time.monotonic() < deadline:
         coordinator._poll([], timeout=0.1)
     assert sorted(coordinator.conns) == [0, 1] and task.done().error is None
     assert wire._recv_exactly(slow, wire.ANSWER_SIZE) == wire.answer(SECRET, greeting_nonce, nonce, address[1])
@@ -233,3 +235,17 @@ def test_a_coordinator_of_another_version_is_named_as_such(coordinator):
         coordinator._poll([], timeout=0.05)
     assert coordinator.refused == {"it spoke another handshake (another spark-bsvm version)": 1}
     newer.close()
+
+
+def test_a_hello_cut_short_by_its_close_is_refused_and_a_close_before_any_hello_only_counted(coordinator, caplog):
+    """A peer that closes with part of a hello sent presented something: refused and warned of; one that closes
+    before any (a task that read another fit's mark in the greeting) is counted in ``left``, at debug level."""
+    cut, left = (socket.create_connection(coordinator.address, timeout=30) for _ in range(2))
+    cut.sendall(wire.HELLO.pack(wire.HANDSHAKE, bytes(16), 0, bytes(32))[:20])
+    for sock in (cut, left):
+        sock.close()
+    deadline = time.monotonic() + 30
+    while (coordinator.refused == {} or not coordinator.left) and time.monotonic() < deadline:
+        coordinator._poll([], timeout=0.1)
+    assert coordinator.refused == {"it closed before its hello was complete": 1} and coordinator.left == 1
+    assert caplog.text.count("refused a connection") == 1
