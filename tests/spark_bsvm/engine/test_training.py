@@ -162,7 +162,7 @@ def test_a_task_that_cannot_reach_the_coordinating_task_ends_the_fit_with_its_me
                                                rf"coordinator at \S+ on port {port} \(.*\); executors must be able "
                                                r"to open TCP connections to each other on ports 61000-65535$"):
             train(df, fit_csvc, dict(C=3.0, kernel=KERNEL), num_partitions=2, mode="executor",
-                  fault_injection={"unreachable": 1, "port": port, "meeting_timeout": 5.0})
+                  fault_injection={"unreachable": 1, "port": port, "meeting_timeout": 1.0})
 
 
 @contextlib.contextmanager
