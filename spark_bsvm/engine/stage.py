@@ -127,26 +127,33 @@ MERGED_PARTITIONS = "BarrierJobUnsupportedRDDChainException"
 SKEW_TOLERANCE = 1.1  # a partition may hold up to 10% more rows than its share before the rows are dealt again
 
 
-def balanced(prepared, partition_rows, n_partitions):
+def balanced(prepared, summary, n_partitions):
     """``prepared`` as ``n_partitions`` non-empty partitions of nearly equal size: as it is when it already is
-    (``partition_rows``: {partition id: rows} of its non-empty partitions), else ``dealt_again``.
+    (``summary``: the checks' ``blocks.DataSummary``, whose ``partition_rows`` are {partition id: rows} of its
+    non-empty partitions and ``n_partitions`` the partitions read, empty ones included, where known), else
+    ``dealt_again``.
 
     Why deal again: every round waits for the slowest task, whose work grows with its rows, so a partition
     holding k times its share makes every round of the fit about k times slower (and an empty one has
     nothing to train on), while the shuffle costs about one pass over the data, against the hundreds to
     thousands of passes a fit's rounds make.  So more than ``SKEW_TOLERANCE`` times the share is worth a
     shuffle; data that is already even (one file per slot, say) is read as it is.  The counts come from
-    the checks' pass over the data: deciding costs no extra pass.
+    the checks' pass over the data: deciding costs no extra pass.  Empty partitions after the last row, which
+    no row names, are counted by a job of checks (``check_training_data``: under Spark Connect the server's
+    plan, on a classic session one whose adaptive shuffles the job made as the stage will): read as they are,
+    they would be tasks beyond the slots the fit holds, which a barrier stage waits for (Spark checks its
+    slots again every 15 s, for 10 minutes, before it fails the job).
 
-    Not seen here: empty partitions after the last non-empty one (no row names them), which the callers
-    find where the plan fixes its partitions (``fixed_partitions``) or by the partitions a job of checks
-    read (``DataSummary.n_partitions``: ``_checked_frame``); and partitions that the stage's own plan merges
-    from others (a ``coalesce``), which Spark refuses under a barrier stage even at the wanted count: ``TrainingData.run_stage`` deals
-    those again when Spark refuses the stage.
+    Not seen here: empty partitions after the last row where no job counted the partitions (the tasks'
+    own checks), which the callers find where the plan fixes its partitions (``fixed_partitions``); and
+    partitions that the stage's own plan merges from others (a ``coalesce``), which Spark refuses under a
+    barrier stage even at the wanted count: ``TrainingData.run_stage`` deals those again when Spark refuses
+    the stage.
     """
+    partition_rows = summary.partition_rows
     share = -(-sum(partition_rows.values()) // n_partitions)
     even = max(partition_rows.values()) <= SKEW_TOLERANCE * share
-    if sorted(partition_rows) == list(range(n_partitions)) and even:
+    if sorted(partition_rows) == list(range(n_partitions)) and even and summary.n_partitions in (None, n_partitions):
         return prepared
     return dealt_again(prepared, partition_rows, n_partitions)
 
@@ -317,7 +324,7 @@ class TrainingData:
         again over the rows dealt anew (``balanced``: partitions too uneven, or empty), with fewer tasks when
         there are fewer rows than tasks."""
         summary = judged_groups(groups, self.has_validation, *self._names)
-        frame = balanced(self.frame, summary.partition_rows, _task_count(summary, self.n_partitions))
+        frame = balanced(self.frame, summary, _task_count(summary, self.n_partitions))
         if self._shared is not None:  # for the other fits of the fitMultiple call
             shared_results, key, df = self._shared
             shared_results.once(key, lambda: (df, summary, frame))  # a result held already stays
@@ -502,15 +509,7 @@ def _checked_frame(prepared, tasks, names, max_row_bytes):
     ``max_row_bytes``: a bound of a row's bytes in Arrow, or None), the DataFrame the stage reads: ``prepared``
     dealt into the stage's partitions (``balanced``)."""
     summary = check_training_data(prepared, *names, row_bytes=max_row_bytes)
-    n_partitions = _task_count(summary, tasks)
-    frame = balanced(prepared, summary.partition_rows, n_partitions)
-    # empty partitions after the last row: tasks beyond the slots the fit holds, which a barrier stage would
-    # wait for (Spark checks its slots again every 15 s, for 10 minutes, before it fails the job).  The job
-    # counted the partitions it read, which the stage reads too (the same plan: under Spark Connect the server's,
-    # on a classic session one whose adaptive shuffles the job made as the stage will)
-    if frame is prepared and summary.n_partitions != n_partitions:
-        frame = dealt_again(prepared, summary.partition_rows, n_partitions)
-    return summary, frame
+    return summary, balanced(prepared, summary, _task_count(summary, tasks))
 
 
 PYTHON_WORKER_ERROR = "An exception was thrown from the Python worker:"  # Spark's words before a task's traceback
