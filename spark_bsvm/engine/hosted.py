@@ -93,17 +93,18 @@ def find_coordinating_task(host, ports, secret, pid, meeting_timeout=MEETING_TIM
     once a connection failed otherwise (no route, no answer).  Each try's connection and each of its reads wait
     at most what is left of that time (``GREETING_TIMEOUT`` at most).  The problem: the last port's OSError,
     with, where a port answered as a coordinator of another spark-bsvm version (``wire.OtherVersion``: this fit's,
-    from an executor left with another version, or another application's), what it said.  The pause between
-    passes grows from 5 to 100 ms."""
+    from an executor left with another version, or another application's), what it said and on which port
+    (alone when that port's was the last).  The pause between passes grows from 5 to 100 ms."""
     start, pause, refused_only, problem, other_version = time.monotonic(), 0.005, True, None, None
     while True:
         for port in ports:
             left = (meeting_timeout if refused_only else min(meeting_timeout, CONNECT_TIMEOUT)) - (
                 time.monotonic() - start)
             if left <= 0 and problem is not None:
-                if other_version is not None:
-                    problem = ConnectionError(f"{problem}; on another port a coordinator answered, and "
-                                              f"{other_version}")
+                if other_version is not None:  # the last port's error beside it, unless it was that port's
+                    beside = "" if problem is other_version[1] else f"{problem}; "
+                    problem = ConnectionError(f"{beside}on port {other_version[0]} a coordinator answered, and "
+                                              f"{other_version[1]}")
                 return None, problem
             wait = min(GREETING_TIMEOUT, max(left, 0.01))
             try:
@@ -117,7 +118,7 @@ def find_coordinating_task(host, ports, secret, pid, meeting_timeout=MEETING_TIM
                 sock.close()
                 problem = exc
                 if isinstance(exc, wire.OtherVersion):
-                    other_version = exc
+                    other_version = port, exc
                 continue
             sock.settimeout(None)
             return sock, None

@@ -141,7 +141,7 @@ def test_the_lock_names_its_holder_and_a_killed_holders_lock_is_free_at_once(tmp
 
 def test_a_waiting_run_takes_the_lock_when_the_holder_ends(tmp_path, caplog):
     registry = ModelRegistry(str(tmp_path))
-    holder = hold_lock(tmp_path, seconds=1.0)
+    holder = hold_lock(tmp_path, seconds=2.0)  # time enough for this run to find it locked
     try:
         with caplog.at_level(logging.WARNING, logger="spark_bsvm"):
             with registry.lock(wait_seconds=60.0):
