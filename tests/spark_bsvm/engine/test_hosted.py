@@ -199,18 +199,34 @@ def test_a_coordinating_task_on_an_ipv6_executor_is_found_there():
     coordinator.close()
 
 
-def test_a_coordinator_of_another_version_is_reported_beside_the_last_ports_error():
-    """Another spark-bsvm version's coordinator on the first port, nothing on the others: the task gives up
-    with the last port's refusal (or the first port's error, when the meeting's time ran out as it tried that
-    port) and what that coordinator said, and where (this fit's, from an executor of another version, or
-    another application's: either may be why)."""
+class _Clock:
+    """``hosted``'s clock, moved by its pauses alone: its meeting time runs out at the start of a pass."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+@pytest.mark.parametrize("last", ["a refusing port", "the other version's"])
+def test_a_coordinator_of_another_version_is_named_with_its_port_beside_the_last_ports_error(last, monkeypatch):
+    """Another spark-bsvm version's coordinator on one port, nothing on the others: the task gives up with the
+    last port's error and what that coordinator said on its port (this fit's, from an executor of another
+    version, or another application's: either may be why), or with that alone when its port was the last."""
+    monkeypatch.setattr(hosted, "time", _Clock())
     host, ports, secret = hosted.meeting_place(_Context(11), SECRET)
     older = _Listener(ports[0], answer=b"BSV1" + bytes(16))
-    sock, problem = hosted.find_coordinating_task(host, ports, secret, 1, meeting_timeout=0.3)
+    order = ports if last == "a refusing port" else [*ports[1:], ports[0]]
+    sock, problem = hosted.find_coordinating_task(host, order, secret, 1, meeting_timeout=2.0)
+    beside = r"\[Errno 111\] Connection refused; " if last == "a refusing port" else ""
     assert sock is None and re.fullmatch(
-        rf"(\[Errno 111\] Connection refused; |timed out; )?on port {ports[0]} a coordinator answered, and it speaks "
-        r"the handshake 'BSV1' of another spark-bsvm version, where this task speaks 'BSV2': the driver and the "
-        r"executors run different spark-bsvm versions; .*", str(problem))
+        rf"{beside}on port {ports[0]} a coordinator answered, and it speaks the handshake 'BSV1' of another "
+        r"spark-bsvm version, where this task speaks 'BSV2': the driver and the executors run different "
+        r"spark-bsvm versions; .*", str(problem))
     older.close()
 
 
