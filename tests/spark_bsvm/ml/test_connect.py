@@ -112,8 +112,8 @@ def test_local_rows_fit_in_fewer_tasks_than_their_partitions_under_connect(conne
 def test_empty_partitions_after_the_last_row_are_dealt_away_under_connect(connect_spark, rings):
     """[80, 80, 0] for 2 tasks: the checks' job finds partitions 0 and 1 even (no row names partition 2), and
     counts the 3 partitions it read: the rows are dealt into 2.  Read as they were, the barrier stage needed 3
-    task slots of local[2]'s 2, and Spark checked its slots every 15 s for two minutes before it failed the
-    fit."""
+    task slots of local[2]'s 2, and Spark checked its slots every 15 s for 10 minutes before it failed the
+    fit (621 s)."""
     X, labels = rings
     frame = contiguous_frame(connect_spark, X, labels, sizes=[80, 80, 0])
     model = CSVC(C=1.0, gamma=0.5, tol=1e-6, numPartitions=2, maxStageRestarts=0).fit(frame)
