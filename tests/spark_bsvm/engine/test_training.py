@@ -336,7 +336,7 @@ def test_cancelling_the_caller_s_job_group_stops_the_fit_and_leaves_the_group(sp
     driver mode's stage thread inherits them), which the fit's own label no longer replaced; the fit ran to
     its end after the cancel, and the executor mode's left the caller's thread without its group.  The fit's
     error says that the job was cancelled, without the JVM's trace of the scheduler that cancelled it."""
-    X, y = make_rings(3000, 4, seed=5)
+    X, y = make_rings(6000, 4, seed=5)  # uncancelled, ~17 s of rounds: longer than the status tracker may lag
     df = to_df(spark, X, y).cache()
     df.count()
     context, outcome, started = spark.sparkContext, {}, threading.Event()
@@ -420,7 +420,7 @@ def test_an_interrupt_of_the_caller_waiting_on_an_executor_coordinated_fit_cance
     pyspark's SIGINT handler cannot cancel the job from inside that thread's call into the JVM, so the stage went
     on holding every task slot until its fit ended, after the caller had its KeyboardInterrupt; the fit cancels
     it."""
-    X, y = make_rings(3000, 4, seed=5)
+    X, y = make_rings(6000, 4, seed=5)  # uncancelled, ~17 s of rounds: longer than the status tracker may lag
     df = to_df(spark, X, y).cache()
     df.count()
     tracker, training, interrupted = spark.sparkContext.statusTracker(), threading.Event(), []
