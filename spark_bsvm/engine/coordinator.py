@@ -23,6 +23,7 @@ model.  The fit resumes where it was.
 
 import logging
 import secrets
+import time
 
 from pyspark import InheritableThread
 
@@ -35,6 +36,9 @@ from spark_bsvm.engine.stage import STAGE_RESTARTS, TrainingData, failed_stage, 
 from spark_bsvm.engine.task import make_task
 
 log = logging.getLogger("spark_bsvm")
+
+
+CANCEL_POLL_SECONDS = 0.5  # how often ``SparkEngine.close`` cancels a stage that no task of it reached
 
 
 def fit_tag():
@@ -176,7 +180,13 @@ class SparkEngine(Engine):
         self._log_round_times()
         self._coordinator.stop()
         if not (self._coordinator.conns or self._coordinator.arrived):  # no task to tell: the stage never started
-            cancel_jobs(self._spark, self._job_group)
+            # cancelled until its thread ends: a cancel before that thread has submitted the stage's job finds no
+            # job, and the job submitted after it would wait for its slots (a stage kept from them) for the join's
+            # whole minute
+            deadline = time.monotonic() + 60.0
+            while self._thread.is_alive() and time.monotonic() < deadline:
+                cancel_jobs(self._spark, self._job_group)
+                self._thread.join(timeout=CANCEL_POLL_SECONDS)
         self._thread.join(timeout=60.0)
         if self._thread.is_alive():
             cancel_jobs(self._spark, self._job_group)

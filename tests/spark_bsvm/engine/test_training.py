@@ -17,7 +17,7 @@ from core.kernels import KernelSpec
 from core.spsvm import fit_spsvm
 from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
-from spark_bsvm.engine import SparkEngine
+from spark_bsvm.engine import SparkEngine, training
 from spark_bsvm.engine.rounds import Coordinator
 from spark_bsvm.engine.stage import stage_failure
 from spark_bsvm.engine.training import resolve_mode, train
@@ -330,8 +330,20 @@ def test_data_that_cannot_be_separated_is_reported_in_one_line(spark, data, mode
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
 
 
+def training_job_at_work(context, tag):
+    """The job of a fit whose jobs carry ``tag`` (``training.fit_tag``) while its stage shows its 2 tasks at work,
+    else None: the training stage, not the job of checks before it, whose stage the status tracker, which can lag
+    seconds behind, may still show at work."""
+    tracker = context.statusTracker()
+    for job in context._jsc.sc().statusTracker().getJobIdsForTag(tag):  # pyspark's tracker has no tags
+        info = tracker.getJobInfo(job)
+        if info and any(stage and stage.numActiveTasks == 2 for stage in map(tracker.getStageInfo, info.stageIds)):
+            return job
+    return None
+
+
 @pytest.mark.parametrize("mode", ["driver", "executor"])
-def test_cancelling_the_caller_s_job_group_stops_the_fit_and_leaves_the_group(spark, mode, caplog):
+def test_cancelling_the_caller_s_job_group_stops_the_fit_and_leaves_the_group(spark, mode, caplog, monkeypatch):
     """A notebook's cancel, a scheduler's timeout: the fit's jobs carry the caller's job group and tags (the
     driver mode's stage thread inherits them), which the fit's own label no longer replaced; the fit ran to
     its end after the cancel, and the executor mode's left the caller's thread without its group.  The fit's
@@ -363,16 +375,15 @@ def test_cancelling_the_caller_s_job_group_stops_the_fit_and_leaves_the_group(sp
         context.clearJobTags()
         context.setLocalProperty("spark.jobGroup.id", None)
 
+    monkeypatch.setattr(training, "fit_tag", lambda: "cancelled-fit")
     handler = Started()
     logging.getLogger("spark_bsvm.progress").addHandler(handler)
     try:
         request = threading.Thread(target=user_request)
         request.start()
         assert started.wait(120)
-        tracker = context.statusTracker()
-        while mode == "executor" and request.is_alive() and not any(
-                stage.numActiveTasks == 2 for stage in map(tracker.getStageInfo, tracker.getActiveStageIds()) if stage):
-            time.sleep(0.05)  # the training stage running, its tasks at work (the tracker can lag seconds behind)
+        while mode == "executor" and request.is_alive() and training_job_at_work(context, "cancelled-fit") is None:
+            time.sleep(0.05)  # the training stage running, its tasks at work
         context.cancelJobGroup("user-request")
         request.join(60)
     finally:
@@ -384,13 +395,22 @@ def test_cancelling_the_caller_s_job_group_stops_the_fit_and_leaves_the_group(sp
     assert outcome["group"] == "user-request" and outcome["tags"] == {"user-tag"}
 
 
-def test_a_stage_kept_from_its_slots_times_out_saying_why_and_at_once(spark, data, monkeypatch):
+@pytest.mark.parametrize("submitted_after", [0.0, 4.0])
+def test_a_stage_kept_from_its_slots_times_out_saying_why_and_at_once(spark, data, monkeypatch, submitted_after):
     """Another job holds one of the two slots, so the barrier stage never starts: the timeout names that cause
     (it hinted at the network), and the fit ends with it (a minute of waiting for a stage with no task to
-    stop came after)."""
-    from spark_bsvm.engine import rounds
+    stop came after).  Also when the stage's job is submitted only after the timeout (a loaded driver): the
+    one cancel at the timeout found no job, and the job submitted after it waited a minute for its slots."""
+    from spark_bsvm.engine import rounds, stage
 
     monkeypatch.setattr(rounds.Coordinator.accept_all, "__defaults__", (3.0,))
+    submit = stage.run_barrier_stage
+
+    def submitted_late(*args, **kwargs):
+        time.sleep(submitted_after)
+        return submit(*args, **kwargs)
+
+    monkeypatch.setattr(stage, "run_barrier_stage", submitted_late)
     context = spark.sparkContext
     X, y, df = data
 
@@ -415,7 +435,7 @@ def test_a_stage_kept_from_its_slots_times_out_saying_why_and_at_once(spark, dat
         holder.join(30)
 
 
-def test_an_interrupt_of_the_caller_waiting_on_an_executor_coordinated_fit_cancels_its_stage(spark):
+def test_an_interrupt_of_the_caller_waiting_on_an_executor_coordinated_fit_cancels_its_stage(spark, monkeypatch):
     """Ctrl-C (a notebook's interrupt) while the caller's thread waits on the executor mode's training stage:
     pyspark's SIGINT handler cannot cancel the job from inside that thread's call into the JVM, so the stage went
     on holding every task slot until its fit ended, after the caller had its KeyboardInterrupt; the fit cancels
@@ -423,23 +443,25 @@ def test_an_interrupt_of_the_caller_waiting_on_an_executor_coordinated_fit_cance
     X, y = make_rings(6000, 4, seed=5)  # uncancelled, ~17 s of rounds: longer than the status tracker may lag
     df = to_df(spark, X, y).cache()
     df.count()
-    tracker, training, interrupted = spark.sparkContext.statusTracker(), threading.Event(), []
+    context, starting, interrupted = spark.sparkContext, threading.Event(), []
+    tracker = context.statusTracker()
+    monkeypatch.setattr(training, "fit_tag", lambda: "interrupted-fit")
 
-    class Training(logging.Handler):
+    class Starting(logging.Handler):
         def emit(self, record):
             if "starting 2 training tasks on" in record.getMessage():
-                training.set()
+                starting.set()
 
     def interrupt_while_the_tasks_train():
-        training.wait()
+        starting.wait()
         while not interrupted:
-            running = [stage for stage in map(tracker.getStageInfo, tracker.getActiveStageIds()) if stage]
-            if any(stage.numActiveTasks == 2 for stage in running):
-                interrupted.extend(tracker.getActiveJobsIds())
+            job = training_job_at_work(context, "interrupted-fit")
+            if job is not None:
+                interrupted.append(job)
                 os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)
 
-    handler = Training()
+    handler = Starting()
     logging.getLogger("spark_bsvm.progress").addHandler(handler)
     interrupter = threading.Thread(target=interrupt_while_the_tasks_train, daemon=True)
     interrupter.start()
