@@ -169,7 +169,8 @@ class ModelRegistry:
                 except BlockingIOError:
                     holder = _lock_holder(fd)
                     if time.monotonic() >= deadline:
-                        waited = f" after waiting {wait_seconds:g} s" if waiting else ""
+                        # its time is up: waited, also where this is its first look (a process stalled past it)
+                        waited = f" after waiting {wait_seconds:g} s" if wait_seconds > 0 else ""
                         raise RegistryLocked(f"registry {self.root} is locked by another run ({holder}){waited}")
                     if not waiting:
                         log.warning("registry %s is locked by another run (%s); waiting for it", self.root, holder)

@@ -6,10 +6,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from spark_bsvm.app import registry as registry_module
 from spark_bsvm.app.registry import CRASH_EXIT, CRASH_POINTS, ModelRegistry, RegistryLocked
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -103,21 +106,22 @@ def test_a_process_killed_at_any_step_leaves_the_previous_current_loadable(tmp_p
         Path(tmp_path, "versions", str(registry.current()), "record.json").read_text()) == {"fingerprint": "new"}
 
 
-# another process holding the registry's lock until it is killed, or for argv[2] seconds
+# another process holding the registry's lock until it is killed or its standard input ends
 HOLDER = """
-import importlib.util, sys, time
+import importlib.util, sys
 spec = importlib.util.spec_from_file_location("registry", "spark_bsvm/app/registry.py")
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 with module.ModelRegistry(sys.argv[1]).lock():
     print("locked", flush=True)
-    time.sleep(float(sys.argv[2]))
+    sys.stdin.read()
 """
 
 
-def hold_lock(root, seconds=60.0):
-    """A process holding the lock of the registry at ``root`` (returned once it holds it)."""
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(root), str(seconds)], cwd=ROOT,
+def hold_lock(root):
+    """A process holding the lock of the registry at ``root`` (returned once it holds it), until it is killed or
+    its ``stdin`` is closed."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(root)], cwd=ROOT, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline() == "locked\n"
     return holder
@@ -141,7 +145,20 @@ def test_the_lock_names_its_holder_and_a_killed_holders_lock_is_free_at_once(tmp
 
 def test_a_waiting_run_takes_the_lock_when_the_holder_ends(tmp_path, caplog):
     registry = ModelRegistry(str(tmp_path))
-    holder = hold_lock(tmp_path, seconds=2.0)  # time enough for this run to find it locked
+    holder, found_locked = hold_lock(tmp_path), threading.Event()
+
+    class FoundLocked(logging.Handler):
+        def emit(self, record):
+            if "waiting for it" in record.getMessage():
+                found_locked.set()
+
+    def end_the_holder_once_waited_for():  # however late this run comes to find the lock held
+        if found_locked.wait(60):
+            holder.stdin.close()
+
+    handler = FoundLocked()
+    logging.getLogger("spark_bsvm").addHandler(handler)
+    threading.Thread(target=end_the_holder_once_waited_for, daemon=True).start()
     try:
         with caplog.at_level(logging.WARNING, logger="spark_bsvm"):
             with registry.lock(wait_seconds=60.0):
@@ -149,11 +166,18 @@ def test_a_waiting_run_takes_the_lock_when_the_holder_ends(tmp_path, caplog):
         assert f"is locked by another run (pid {holder.pid} on host" in caplog.text
         assert caplog.text.count("waiting for it") == 1
     finally:
+        logging.getLogger("spark_bsvm").removeHandler(handler)
         holder.kill()
         holder.wait()
 
 
-def test_a_run_that_waited_long_enough_gives_up(tmp_path):
+@pytest.mark.parametrize("stalled", [False, True])
+def test_a_run_that_waited_long_enough_gives_up(tmp_path, monkeypatch, stalled):
+    """Also where the run stalls past its deadline before its first look at the lock (a loaded machine): it waited
+    its time all the same, which the message said only of a run that had slept."""
+    if stalled:
+        name_holder = registry_module._lock_holder
+        monkeypatch.setattr(registry_module, "_lock_holder", lambda fd: (time.sleep(0.3), name_holder(fd))[1])
     holder = hold_lock(tmp_path)
     try:
         with pytest.raises(RegistryLocked, match=r"locked by another run .* after waiting 0\.2 s$"):
