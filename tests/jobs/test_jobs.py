@@ -141,8 +141,11 @@ def test_a_predict_run_failing_while_it_writes_keeps_the_scores_before(spark, tr
     assert predict.main(["--config", train.DEFAULT_CONFIG, "--model", model, "--output", scores] + args) == 0
     frames = type(spark.range(1))  # the session's own DataFrame class, which defines write
     write = frames.write
-    failing = F.udf(lambda: 1 // 0, "int")  # fails in the write's tasks
-    monkeypatch.setattr(frames, "write", property(lambda frame: write.fget(frame.withColumn("lost", failing()))))
+    failing = F.udf(lambda: 1 // 0, "int")  # fails in the write's task
+    # one task, whose attempts run in turn: no attempt of another task still runs after the job failed, to write
+    # its folders into the new scores' directory after the run deleted it
+    monkeypatch.setattr(frames, "write",
+                        property(lambda frame: write.fget(frame.withColumn("lost", failing()).coalesce(1))))
     with pytest.raises(Exception, match="ZeroDivisionError"):
         predict.main(["--config", train.DEFAULT_CONFIG, "--model", model, "--output", scores] + args)
     monkeypatch.undo()
