@@ -160,7 +160,7 @@ def main():
           f"the training rows; rbf gamma={KERNEL.gamma:g}")
     seconds = data.reference.metadata.get("seconds")
     print(f"reference C-SVC (C={C:g}): test error {100 * ref_err:.2f}%, {data.reference.n_support} SVs, fit "
-          + (f"{seconds:.0f}s" if seconds else "time unknown") + f" (cached in /tmp)\n")
+          + (f"{seconds:.0f}s" if seconds else "time unknown") + " (cached in /tmp)\n")
     columns = {}
     for name, make in COLUMNS.items():
         columns[name] = make(data, sizes)

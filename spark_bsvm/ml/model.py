@@ -241,8 +241,8 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
 
     def _transform(self, dataset):
         rule = self._rule()
-        for param, column in self._output_columns(probabilities=bool(self.platt)):
-            check_new_column(dataset, param, column)
+        for param, name in self._output_columns(probabilities=bool(self.platt)):
+            check_new_column(dataset, param, name)
         score_col = "__bsvm_scores"
         out = dataset.withColumn(score_col, self._scores(dataset, rule))
         f, p = F.col(score_col)["f"], F.col(score_col)["p"]
