@@ -34,14 +34,14 @@ def still_open(sock):
     return len(sent) == wire.GREETING.size and still_open(sock)
 
 
-def closes(sock, seconds=30.0):
-    """Whether ``still_open(sock)`` turns false within ``seconds``: the close of a connection the coordinator has
-    counted as refused may still be on its way."""
+def poll_until(coordinator, done, seconds=30.0):
+    """Poll ``coordinator`` (in this thread, as its fit's driver does) until ``done()``, for at most ``seconds``;
+    whether ``done()`` came true (no wait without an end: a broken test fails, it does not hang the suite)."""
     deadline = time.monotonic() + seconds
-    while still_open(sock):
+    while not done():
         if time.monotonic() >= deadline:
             return False
-        time.sleep(0.01)
+        coordinator._poll([], timeout=0.05)
     return True
 
 
@@ -104,9 +104,7 @@ def test_tasks_are_admitted_through_more_strangers_than_are_held(coordinator, mo
 def test_a_hello_in_pieces_is_read_as_it_arrives_and_bad_hellos_are_refused(coordinator, caplog):
     address = coordinator.address
     slow = socket.create_connection(address, timeout=30)
-    deadline = time.monotonic() + 30
-    while not coordinator.newcomers and time.monotonic() < deadline:
-        coordinator._poll([], timeout=0.1)  # accepted: its greeting goes out
+    assert poll_until(coordinator, lambda: coordinator.newcomers)  # accepted: its greeting goes out
     tag, greeting_nonce, _ = wire.GREETING.unpack(wire._recv_exactly(slow, wire.GREETING.size))
     nonce = bytes(range(16))
     hello = wire.HELLO.pack(tag, nonce, 1, wire._task_mac(SECRET, greeting_nonce, nonce, 1))
@@ -119,12 +117,12 @@ def test_a_hello_in_pieces_is_read_as_it_arrives_and_bad_hellos_are_refused(coor
     unknown, task = _Task(address, 7), _Task(address, 0)
     coordinator.accept_all(timeout=60)
     wrong.sendall(wire.HELLO.pack(wire.HANDSHAKE, nonce, 0, bytes(32)))
-    deadline = time.monotonic() + 30
-    while sum(coordinator.refused.values()) < 2 and time.monotonic() < deadline:
-        coordinator._poll([], timeout=0.1)
+    poll_until(coordinator, lambda: sum(coordinator.refused.values()) >= 2)
     assert sorted(coordinator.conns) == [0, 1] and task.done().error is None
     assert wire._recv_exactly(slow, wire.ANSWER_SIZE) == wire.answer(SECRET, greeting_nonce, nonce, address[1])
-    assert isinstance(unknown.done().error, ConnectionError) and closes(wrong)
+    assert isinstance(unknown.done().error, ConnectionError)
+    # the close of a connection counted as refused may still be on its way
+    assert poll_until(coordinator, lambda: not still_open(wrong))
     assert coordinator.refused == {"it presented a wrong secret": 1, "it named a partition this fit does not have": 1}
     assert "refused a connection to the spark-bsvm coordinator: it presented a wrong secret" in caplog.text
     for sock in (wrong, unknown.sock, slow, task.sock):
@@ -191,12 +189,10 @@ def test_the_handshake_admits_the_fits_tasks_and_shows_them_only_the_fits_coordi
     shows nothing of the secret to any of them; the fit's own coordinator admits its tasks."""
     other = rounds.Coordinator("127.0.0.1", [0, 1], "0" * 64)
     stranger = _Task(other.address, 0)
-    while stranger.thread.is_alive():
-        other._poll([], timeout=0.05)
+    assert poll_until(other, lambda: not stranger.thread.is_alive())
     assert isinstance(stranger.done().error, wire.OtherFit)
     stranger.sock.close()  # as a task leaves such a coordinator (``hosted.find_coordinating_task``)
-    while other.newcomers:
-        other._poll([], timeout=0.05)
+    assert poll_until(other, lambda: not other.newcomers)
     assert other.refused == {} and other.left == 1 and "refused" not in caplog.text
     other.close()
     for answer in (b"", b"HTTP/1.1 400 Bad Request\r\n\r\n"):
@@ -216,8 +212,7 @@ def test_the_handshake_admits_the_fits_tasks_and_shows_them_only_the_fits_coordi
         relays = [threading.Thread(target=_relay, args=pair) for pair in ((inbound, outbound), (outbound, inbound))]
         for thread in relays:
             thread.start()
-        while relayed.thread.is_alive():
-            relayed_to._poll([], timeout=0.05)
+        assert poll_until(relayed_to, lambda: not relayed.thread.is_alive())
         assert isinstance(relayed.done().error, PermissionError)  # the answer names the coordinator's own port
         relayed.sock.close()
         for thread in relays:
@@ -246,8 +241,7 @@ def test_a_coordinator_of_another_version_is_named_as_such(coordinator):
         conn.close()
     newer = socket.create_connection(coordinator.address, timeout=10)
     newer.sendall(b"BSV3" + bytes(wire.HELLO.size - 4))
-    while not coordinator.refused:
-        coordinator._poll([], timeout=0.05)
+    poll_until(coordinator, lambda: coordinator.refused)
     assert coordinator.refused == {"it spoke another handshake (another spark-bsvm version)": 1}
     newer.close()
 
@@ -259,8 +253,6 @@ def test_a_hello_cut_short_by_its_close_is_refused_and_a_close_before_any_hello_
     cut.sendall(wire.HELLO.pack(wire.HANDSHAKE, bytes(16), 0, bytes(32))[:20])
     for sock in (cut, left):
         sock.close()
-    deadline = time.monotonic() + 30
-    while (coordinator.refused == {} or not coordinator.left) and time.monotonic() < deadline:
-        coordinator._poll([], timeout=0.1)
+    poll_until(coordinator, lambda: coordinator.refused and coordinator.left)
     assert coordinator.refused == {"it closed before its hello was complete": 1} and coordinator.left == 1
     assert caplog.text.count("refused a connection") == 1

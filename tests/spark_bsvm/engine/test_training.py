@@ -422,7 +422,9 @@ def test_a_stage_kept_from_its_slots_times_out_saying_why_and_at_once(spark, dat
     holder = threading.Thread(target=other_work, daemon=True)
     holder.start()
     tracker = context.statusTracker()
-    while not tracker.getJobIdsForGroup("other-work") or not tracker.getActiveStageIds():
+    deadline = time.monotonic() + 120
+    while not (tracker.getJobIdsForGroup("other-work") and tracker.getActiveStageIds()):
+        assert time.monotonic() < deadline, "the job holding a slot never ran"
         time.sleep(0.05)
     started = time.monotonic()
     try:
@@ -471,8 +473,9 @@ def test_an_interrupt_of_the_caller_waiting_on_an_executor_coordinated_fit_cance
                   mode="executor")
         interrupter.join(60)
         (job,) = interrupted
-        while tracker.getJobInfo(job).status == "RUNNING":  # ended by the cancel, or by the fit's end without it
-            time.sleep(0.1)
+        deadline = time.monotonic() + 120
+        while tracker.getJobInfo(job).status == "RUNNING" and time.monotonic() < deadline:
+            time.sleep(0.1)  # ended by the cancel, or by the fit's end without it
         assert tracker.getJobInfo(job).status == "FAILED"
     finally:
         logging.getLogger("spark_bsvm.progress").removeHandler(handler)

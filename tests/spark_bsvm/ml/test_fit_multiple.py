@@ -1,8 +1,8 @@
 """fitMultiple (pyspark.ml's tuners): the models of separate fits, with the data's checks run once for the
 param maps that leave the rows alone, and one training stage for them where their fits take every slot."""
 
+import logging
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -151,16 +151,21 @@ def test_cancelling_the_shared_training_stage_ends_every_param_map_without_fitti
         finally:
             context.setLocalProperty("spark.jobGroup.id", None)
 
-    fitting, tracker = threading.Thread(target=tuner), context.statusTracker()
+    class Training(logging.Handler):  # the shared stage's coordinator has judged its tasks' checks: they train
+        def emit(self, record):
+            if "training tasks connected" in record.getMessage():
+                training.set()
+
+    fitting, training, handler = threading.Thread(target=tuner), threading.Event(), Training()
+    logging.getLogger("spark_bsvm.progress").addHandler(handler)
     try:
         fitting.start()
-        while fitting.is_alive() and not (stages and any(
-                info.numActiveTasks == 2 for info in map(tracker.getStageInfo, tracker.getActiveStageIds()) if info)):
-            time.sleep(0.05)  # the shared stage running, its tasks at work
+        assert training.wait(120)  # the event itself: the status tracker can lag seconds behind
         started = len(stages)  # the shared stage's starts (a first one may check the rows and deal them again)
         context.cancelJobGroup("tuning")
         fitting.join(300)
     finally:
+        logging.getLogger("spark_bsvm.progress").removeHandler(handler)
         df.unpersist()
     (error,) = outcome
     assert isinstance(error, stage.StageCancelled) and "cancelled" in str(error)
