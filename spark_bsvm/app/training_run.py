@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 from pyspark import StorageLevel
 from pyspark.ml import Pipeline, PipelineModel
+from pyspark.sql import SparkSession
 
 from core.labels import LabelCountError
 from spark_bsvm.app import loaders, methods, report
+from spark_bsvm.engine.session import tagged_jobs, wait_for_tagged_tasks
 
 log = logging.getLogger("spark_bsvm")
 
@@ -131,12 +133,15 @@ def save_replacing(model, path):
 
 
 REPLACE_ATTEMPTS = 5  # times a run moves aside what other runs put at its path before it gives up
+FAILED_WRITE_SECONDS = 30.0  # at most this long for a failed write's other tasks to end before its folder goes
 
 
 def replaced_whole(path, write):
     """The directory at ``path`` (any Hadoop filesystem) replaced by what ``write(staged)`` writes, such that a
     run failing or killed while writing leaves what was there before: ``write`` fills ``<path>.saving-<tag>``
-    beside it, renamed into place once whole.  Spark's own overwrite deletes the old directory first.  A kill
+    beside it, renamed into place once whole, and deleted where ``write`` fails, once the failed job's tasks still
+    at work have ended (each may write its folders again; at most ``FAILED_WRITE_SECONDS``; its jobs carry a tag of
+    their own).  Spark's own overwrite deletes the old directory first.  A kill
     between the renames leaves the old one at ``<path>.replaced-<tag>-<k>``, and one while writing an
     unfinished ``<path>.saving-<tag>``; neither is ever read in its place.
 
@@ -148,9 +153,13 @@ def replaced_whole(path, write):
     hadoop_path, target, filesystem = _hadoop_filesystem(path)
     tag = uuid.uuid4().hex[:12]
     staged = hadoop_path(f"{path.rstrip('/')}.saving-{tag}")
+    spark, jobs = SparkSession.active(), f"spark-bsvm-save-{tag}"
     try:
-        write(staged.toString())
+        with tagged_jobs(spark, jobs, f"writing {path}"):
+            write(staged.toString())
     except BaseException:
+        # the failed write's other tasks first: one still at work would make its folders again in the deleted one
+        wait_for_tagged_tasks(spark, jobs, FAILED_WRITE_SECONDS)
         filesystem.delete(staged, True)
         raise
     aside = []
@@ -177,8 +186,6 @@ def _rename_refusing(filesystem, source, target):
     """Rename the Hadoop path ``source`` to ``target`` of ``filesystem``, or False where ``target`` exists (Hadoop's
     ``FileContext.rename`` without its OVERWRITE option: one atomic step on HDFS, a test and a rename on a local
     disk); on a filesystem that has no ``FileContext``, the same test, then ``FileSystem.rename``."""
-    from pyspark.sql import SparkSession
-
     context = SparkSession.active().sparkContext
     fs = context._jvm.org.apache.hadoop.fs
     # relative paths as the filesystem resolves them (FileContext has a working directory of its own)
@@ -237,7 +244,6 @@ def _parquet_columns(path):
     """The column names of the Parquet data at ``path``, read from its files' footers, or [] when Spark finds no
     schema there (files that are not Parquet): no rows are read."""
     from pyspark.errors import AnalysisException
-    from pyspark.sql import SparkSession
 
     try:
         return SparkSession.active().read.parquet(path).columns
@@ -271,8 +277,6 @@ def check_writable_files(output):
 
 def _hadoop_filesystem(path):
     """(Hadoop's ``Path`` class, ``path`` as one, its ``FileSystem``) in the active Spark session's JVM."""
-    from pyspark.sql import SparkSession
-
     context = SparkSession.active().sparkContext
     hadoop_path = context._jvm.org.apache.hadoop.fs.Path
     target = hadoop_path(path)

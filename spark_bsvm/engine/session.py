@@ -10,6 +10,7 @@ sessions only.
 
 import re
 import threading
+import time
 from contextlib import contextmanager
 
 SIMPLIFIED_TRACEBACK = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
@@ -164,18 +165,36 @@ def cancel_jobs(spark, tag):
         spark.sparkContext.cancelJobsWithTag(tag)
 
 
+def tagged_job_stages(spark, tag):
+    """(job id, its status, the ``SparkStageInfo`` of its stages) of each job labelled ``tag`` that a classic
+    session's status tracker knows (it follows Spark's events, which may lag seconds behind)."""
+    tracker = spark.sparkContext.statusTracker()
+    for job in spark.sparkContext._jsc.sc().statusTracker().getJobIdsForTag(tag):  # pyspark's tracker has no tags
+        info = tracker.getJobInfo(job)
+        if info is not None:
+            yield job, info.status, [stage for stage in map(tracker.getStageInfo, info.stageIds) if stage]
+
+
 def stage_partly_ended(spark, tag):
     """Whether a stage of a job labelled ``tag`` has both ended and running tasks: in a barrier stage,
     whose tasks all start together, a task that ended early (a classic session's status tracker; the
     driver-side coordinator, the one caller, runs on classic sessions only)."""
-    tracker = spark.sparkContext.statusTracker()
-    for job in spark.sparkContext._jsc.sc().statusTracker().getJobIdsForTag(tag):  # pyspark's tracker has no tags
-        info = tracker.getJobInfo(job)
-        for stage in info.stageIds if info else ():
-            stage_info = tracker.getStageInfo(stage)
-            if stage_info and stage_info.numCompletedTasks > 0 and stage_info.numActiveTasks > 0:
-                return True
-    return False
+    return any(stage.numCompletedTasks > 0 and stage.numActiveTasks > 0
+               for _, _, stages in tagged_job_stages(spark, tag) for stage in stages)
+
+
+def wait_for_tagged_tasks(spark, tag, seconds):
+    """Wait, at most ``seconds``, until every job labelled ``tag`` has ended and no stage of theirs has a task
+    still at work; whether they had.  A failed job's other tasks run on until Spark's kill reaches them, and may
+    still write (a classic session's status tracker; it shows a job ended only after the events before its end,
+    so the tasks it shows at work then are all that may be)."""
+    deadline = time.monotonic() + seconds
+    while any(status == "RUNNING" or any(stage.numActiveTasks for stage in stages)
+              for _, status, stages in tagged_job_stages(spark, tag)):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def batches_fit(records, row_bytes, byte_limit):

@@ -4,6 +4,7 @@ import json
 import os
 import re
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -141,16 +142,44 @@ def test_a_predict_run_failing_while_it_writes_keeps_the_scores_before(spark, tr
     assert predict.main(["--config", train.DEFAULT_CONFIG, "--model", model, "--output", scores] + args) == 0
     frames = type(spark.range(1))  # the session's own DataFrame class, which defines write
     write = frames.write
-    failing = F.udf(lambda: 1 // 0, "int")  # fails in the write's task
-    # one task, whose attempts run in turn: no attempt of another task still runs after the job failed, to write
-    # its folders into the new scores' directory after the run deleted it
-    monkeypatch.setattr(frames, "write",
-                        property(lambda frame: write.fget(frame.withColumn("lost", failing()).coalesce(1))))
+    failing = F.udf(lambda: 1 // 0, "int")  # fails in the write's tasks
+    monkeypatch.setattr(frames, "write", property(lambda frame: write.fget(frame.withColumn("lost", failing()))))
     with pytest.raises(Exception, match="ZeroDivisionError"):
         predict.main(["--config", train.DEFAULT_CONFIG, "--model", model, "--output", scores] + args)
     monkeypatch.undo()
     assert spark.read.parquet(scores).count() == 900
     assert sorted(os.listdir(tmp_path)) == ["scores"]
+
+
+def test_a_failed_write_s_folder_goes_once_its_other_tasks_have_ended(spark, tmp_path):
+    """A write whose job failed while another of its tasks ran on: that task, which Spark's kill reached only later,
+    made its folders in the new directory after the run had deleted it, and the directory stayed beside the
+    output.  The run now waits for the failed job's tasks to end before it deletes the directory."""
+    attempts, done, written = tmp_path / "attempts", tmp_path / "done", tmp_path / "written"
+    written.mkdir()
+
+    def write(staged):
+        def task(index, rows):
+            if index == 0:  # fails at once, in each of its 3 attempts
+                with open(attempts, "a") as marks:
+                    marks.write("failed\n")
+                raise ZeroDivisionError("the write failed")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not (attempts.exists() and attempts.read_text().count("\n") == 3):
+                time.sleep(0.05)  # the job fails now
+            time.sleep(0.5)  # within the 2 s Spark gives a task it stops before it kills its Python worker
+            os.makedirs(os.path.join(staged, "_temporary", "late"))
+            done.touch()
+            yield from rows
+
+        spark.sparkContext.parallelize(range(2), 2).mapPartitionsWithIndex(task).collect()
+
+    with pytest.raises(Exception, match="the write failed"):
+        training_run.replaced_whole(str(written / "out"), write)
+    deadline = time.monotonic() + 60
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the late task's folders made (before the run's end now, after it before)
+    assert done.exists() and os.listdir(written) == []
 
 
 def test_train_refuses_a_model_path_holding_other_files_before_reading_data(spark, job_cwd, tmp_path, capsys,
