@@ -38,6 +38,7 @@ from spark_bsvm.engine.task import make_task
 log = logging.getLogger("spark_bsvm")
 
 
+STAGE_END_SECONDS = 60.0  # seconds the driver waits for a stage to end after its fit (then cancels it)
 CANCEL_POLL_SECONDS = 0.5  # how often ``SparkEngine.close`` cancels a stage that no task of it reached
 
 
@@ -150,7 +151,7 @@ class SparkEngine(Engine):
             # a task ended without connecting, so it could not reach this coordinator; the connected
             # ones end on STOP, and the stage's rows name the problem
             self._coordinator.stop()
-            self._thread.join(timeout=60.0)
+            self._thread.join(timeout=STAGE_END_SECONDS)
         if self._thread.is_alive():
             return
         # the stage has ended (its thread sets the error or the rows before it ends, so both are read after)
@@ -176,22 +177,31 @@ class SparkEngine(Engine):
         raise RuntimeError("training tasks were lost four times in one round; giving up")
 
     def close(self):
-        """Stop the tasks, end the stage and close the coordinator (idempotent)."""
+        """Stop the tasks, end the stage and close the coordinator (idempotent).  The stage gets
+        ``STAGE_END_SECONDS`` to end, then is cancelled and gets as long again."""
         self._log_round_times()
         self._coordinator.stop()
-        if not (self._coordinator.conns or self._coordinator.arrived):  # no task to tell: the stage never started
-            # cancelled until its thread ends: a cancel before that thread has submitted the stage's job finds no
-            # job, and the job submitted after it would wait for its slots (a stage kept from them) for the join's
-            # whole minute
-            deadline = time.monotonic() + 60.0
-            while self._thread.is_alive() and time.monotonic() < deadline:
+        try:
+            if self._coordinator.conns or self._coordinator.arrived:  # the tasks end on STOP
+                self._thread.join(timeout=STAGE_END_SECONDS)
+            else:  # no task to tell: the stage never started
+                self._cancel_until_ended(time.monotonic() + STAGE_END_SECONDS)
+            if self._thread.is_alive():
                 cancel_jobs(self._spark, self._job_group)
-                self._thread.join(timeout=CANCEL_POLL_SECONDS)
-        self._thread.join(timeout=60.0)
-        if self._thread.is_alive():
-            cancel_jobs(self._spark, self._job_group)
-            self._thread.join(timeout=60.0)
-        self._coordinator.close()
+                self._thread.join(timeout=STAGE_END_SECONDS)
+        finally:
+            self._coordinator.close()
+
+    def _cancel_until_ended(self, deadline):
+        """Cancel the stage's jobs every ``CANCEL_POLL_SECONDS`` until its thread ends or ``deadline`` passes: a
+        cancel before that thread has submitted the job finds none, and the job submitted after it would wait for
+        its slots (a stage kept from them) until the next cancel."""
+        while self._thread.is_alive() and time.monotonic() < deadline:
+            try:
+                cancel_jobs(self._spark, self._job_group)
+            except Exception as exc:  # a session stopping meanwhile: its jobs end with it
+                log.debug("cancelling a training stage that no task reached: %s", exc)
+            self._thread.join(timeout=CANCEL_POLL_SECONDS)
 
     def _log_round_times(self):
         """Log where the rounds after the first went, once."""
