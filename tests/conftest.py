@@ -3,8 +3,10 @@ Spark session for all Spark tests (startup costs ~10 s) and one Spark Connect se
 Connect tests, which run last (pyspark holds one kind of session per process)."""
 
 import contextlib
+import logging
 import os
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -197,3 +199,22 @@ def working_directory(spark, path):
     finally:
         os.chdir(cwd)
         local.setWorkingDirectory(before)
+
+
+@contextlib.contextmanager
+def logged(text, logger="spark_bsvm.progress"):
+    """A ``threading.Event`` set once ``logger`` logs a message containing ``text`` while the block runs: a test
+    waits on the event itself (a fit's progress, a lock found held), not on a sleep or Spark's lagging tracker."""
+    said = threading.Event()
+
+    class Said(logging.Handler):
+        def emit(self, record):
+            if text in record.getMessage():
+                said.set()
+
+    handler = Said()
+    logging.getLogger(logger).addHandler(handler)
+    try:
+        yield said
+    finally:
+        logging.getLogger(logger).removeHandler(handler)

@@ -156,7 +156,7 @@ class ModelRegistry:
     def lock(self, wait_seconds=0.0):
         """Hold the registry's lock for the block; ``RegistryLocked`` if another run holds it for longer
         than ``wait_seconds`` (0: do not wait; ``math.inf``: wait until it is free).  Waiting logs one
-        warning naming the holder."""
+        warning naming the holder (none where the run's first look comes after its deadline: a stalled process)."""
         path = os.path.join(self.root, "LOCK")
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:

@@ -266,11 +266,11 @@ class BSVMModel(ProbabilisticClassificationModel, _BSVMParams, _PredictionSetter
         return _BSVMModelReader(cls)
 
 
-def check_new_column(dataset, param, column):
-    """A ValueError when ``dataset`` has the column ``column`` already, which the output column ``param`` would
+def check_new_column(dataset, param, name):
+    """A ValueError when ``dataset`` has the column ``name`` already, which the output column ``param`` would
     replace: MLlib's classifiers refuse it too."""
-    if column in dataset.columns:
-        raise ValueError(f"the DataFrame has a column '{column}' already: set {param} to another name, or drop that "
+    if name in dataset.columns:
+        raise ValueError(f"the DataFrame has a column '{name}' already: set {param} to another name, or drop that "
                          "column")
 
 

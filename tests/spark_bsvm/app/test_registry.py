@@ -14,6 +14,7 @@ import pytest
 
 from spark_bsvm.app import registry as registry_module
 from spark_bsvm.app.registry import CRASH_EXIT, CRASH_POINTS, ModelRegistry, RegistryLocked
+from tests.conftest import logged
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -145,44 +146,43 @@ def test_the_lock_names_its_holder_and_a_killed_holders_lock_is_free_at_once(tmp
 
 def test_a_waiting_run_takes_the_lock_when_the_holder_ends(tmp_path, caplog):
     registry = ModelRegistry(str(tmp_path))
-    holder, found_locked = hold_lock(tmp_path), threading.Event()
+    holder = hold_lock(tmp_path)
 
-    class FoundLocked(logging.Handler):
-        def emit(self, record):
-            if "waiting for it" in record.getMessage():
-                found_locked.set()
-
-    def end_the_holder_once_waited_for():  # however late this run comes to find the lock held
+    def end_the_holder_once_waited_for(found_locked):  # however late this run comes to find the lock held
         if found_locked.wait(60):
             holder.stdin.close()
 
-    handler = FoundLocked()
-    logging.getLogger("spark_bsvm").addHandler(handler)
-    threading.Thread(target=end_the_holder_once_waited_for, daemon=True).start()
     try:
-        with caplog.at_level(logging.WARNING, logger="spark_bsvm"):
+        with caplog.at_level(logging.WARNING, logger="spark_bsvm"), logged("waiting for it", "spark_bsvm") as found:
+            threading.Thread(target=end_the_holder_once_waited_for, args=(found,), daemon=True).start()
             with registry.lock(wait_seconds=60.0):
                 assert holder.wait(timeout=30) == 0  # it ran to its end and released the lock
         assert f"is locked by another run (pid {holder.pid} on host" in caplog.text
         assert caplog.text.count("waiting for it") == 1
     finally:
-        logging.getLogger("spark_bsvm").removeHandler(handler)
         holder.kill()
         holder.wait()
 
 
 @pytest.mark.parametrize("stalled", [False, True])
-def test_a_run_that_waited_long_enough_gives_up(tmp_path, monkeypatch, stalled):
+def test_a_run_that_waited_long_enough_gives_up(tmp_path, monkeypatch, caplog, stalled):
     """Also where the run stalls past its deadline before its first look at the lock (a loaded machine): it waited
     its time all the same, which the message said only of a run that had slept."""
     if stalled:
         name_holder = registry_module._lock_holder
-        monkeypatch.setattr(registry_module, "_lock_holder", lambda fd: (time.sleep(0.3), name_holder(fd))[1])
+
+        def stalled_holder(fd):
+            time.sleep(0.3)
+            return name_holder(fd)
+
+        monkeypatch.setattr(registry_module, "_lock_holder", stalled_holder)
     holder = hold_lock(tmp_path)
     try:
-        with pytest.raises(RegistryLocked, match=r"locked by another run .* after waiting 0\.2 s$"):
+        with caplog.at_level(logging.WARNING, logger="spark_bsvm"), \
+                pytest.raises(RegistryLocked, match=r"locked by another run .* after waiting 0\.2 s$"):
             with ModelRegistry(str(tmp_path)).lock(wait_seconds=0.2):
                 pass
+        assert ("waiting for it" in caplog.text) is not stalled  # the stalled run's first look came after its deadline
     finally:
         holder.kill()
         holder.wait()

@@ -19,9 +19,10 @@ from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm.engine import SparkEngine, training
 from spark_bsvm.engine.rounds import Coordinator
+from spark_bsvm.engine.session import tagged_job_stages
 from spark_bsvm.engine.stage import stage_failure
 from spark_bsvm.engine.training import resolve_mode, train
-from tests.conftest import to_df
+from tests.conftest import logged, to_df
 
 pytestmark = pytest.mark.spark
 KERNEL = KernelSpec("rbf", gamma=0.5)
@@ -330,16 +331,12 @@ def test_data_that_cannot_be_separated_is_reported_in_one_line(spark, data, mode
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
 
 
-def training_job_at_work(context, tag):
+def training_job_at_work(spark, tag):
     """The job of a fit whose jobs carry ``tag`` (``training.fit_tag``) while its stage shows its 2 tasks at work,
     else None: the training stage, not the job of checks before it, whose stage the status tracker, which can lag
     seconds behind, may still show at work."""
-    tracker = context.statusTracker()
-    for job in context._jsc.sc().statusTracker().getJobIdsForTag(tag):  # pyspark's tracker has no tags
-        info = tracker.getJobInfo(job)
-        if info and any(stage and stage.numActiveTasks == 2 for stage in map(tracker.getStageInfo, info.stageIds)):
-            return job
-    return None
+    return next((job for job, _, stages in tagged_job_stages(spark, tag)
+                 if any(stage.numActiveTasks == 2 for stage in stages)), None)
 
 
 @pytest.mark.parametrize("mode", ["driver", "executor"])
@@ -351,16 +348,10 @@ def test_cancelling_the_caller_s_job_group_stops_the_fit_and_leaves_the_group(sp
     X, y = make_rings(6000, 4, seed=5)  # uncancelled, ~17 s of rounds: longer than the status tracker may lag
     df = to_df(spark, X, y).cache()
     df.count()
-    context, outcome, started = spark.sparkContext, {}, threading.Event()
-
+    context, outcome = spark.sparkContext, {}
     # the driver mode's coordinator logs its tasks' connection here, in the training stage (the stage that checks
     # the rows and deals them again may come first); the executor mode's, in a task: its stage's start instead
     signal = "training tasks connected" if mode == "driver" else "starting 2 training tasks"
-
-    class Started(logging.Handler):
-        def emit(self, record):
-            if signal in record.getMessage():
-                started.set()
 
     def user_request():
         context.setJobGroup("user-request", "a notebook cell", interruptOnCancel=True)
@@ -376,18 +367,16 @@ def test_cancelling_the_caller_s_job_group_stops_the_fit_and_leaves_the_group(sp
         context.setLocalProperty("spark.jobGroup.id", None)
 
     monkeypatch.setattr(training, "fit_tag", lambda: "cancelled-fit")
-    handler = Started()
-    logging.getLogger("spark_bsvm.progress").addHandler(handler)
     try:
-        request = threading.Thread(target=user_request)
-        request.start()
-        assert started.wait(120)
-        while mode == "executor" and request.is_alive() and training_job_at_work(context, "cancelled-fit") is None:
+        with logged(signal) as started:
+            request = threading.Thread(target=user_request)
+            request.start()
+            assert started.wait(120)
+        while mode == "executor" and request.is_alive() and training_job_at_work(spark, "cancelled-fit") is None:
             time.sleep(0.05)  # the training stage running, its tasks at work
         context.cancelJobGroup("user-request")
         request.join(60)
     finally:
-        logging.getLogger("spark_bsvm.progress").removeHandler(handler)
         df.unpersist()
     assert not request.is_alive() and outcome["ended"] != "the fit ran to its end"
     # Spark's reason, without the JVM's trace of the scheduler that cancelled the job
@@ -431,7 +420,7 @@ def test_a_stage_kept_from_its_slots_times_out_saying_why_and_at_once(spark, dat
         with pytest.raises(TimeoutError, match=r"only 0 of 2 training tasks connected .* in 3s; a barrier stage starts "
                                                r"only once all its tasks have slots at once"):
             train(df, *FITS["csvc"], num_partitions=2, mode="driver")
-        assert time.monotonic() - started < 30
+        assert submitted_after <= time.monotonic() - started < 30  # the late submission did come
     finally:
         context.cancelJobGroup("other-work")
         holder.join(30)
@@ -445,32 +434,24 @@ def test_an_interrupt_of_the_caller_waiting_on_an_executor_coordinated_fit_cance
     X, y = make_rings(6000, 4, seed=5)  # uncancelled, ~17 s of rounds: longer than the status tracker may lag
     df = to_df(spark, X, y).cache()
     df.count()
-    context, starting, interrupted = spark.sparkContext, threading.Event(), []
-    tracker = context.statusTracker()
+    tracker, interrupted, ended = spark.sparkContext.statusTracker(), [], threading.Event()
     monkeypatch.setattr(training, "fit_tag", lambda: "interrupted-fit")
 
-    class Starting(logging.Handler):
-        def emit(self, record):
-            if "starting 2 training tasks on" in record.getMessage():
-                starting.set()
-
-    def interrupt_while_the_tasks_train():
-        starting.wait()
-        while not interrupted:
-            job = training_job_at_work(context, "interrupted-fit")
+    def interrupt_while_the_tasks_train(starting):
+        while not (interrupted or ended.is_set()):
+            job = training_job_at_work(spark, "interrupted-fit") if starting.is_set() else None
             if job is not None:
                 interrupted.append(job)
                 os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)
 
-    handler = Starting()
-    logging.getLogger("spark_bsvm.progress").addHandler(handler)
-    interrupter = threading.Thread(target=interrupt_while_the_tasks_train, daemon=True)
-    interrupter.start()
     try:
-        with pytest.raises(KeyboardInterrupt):
-            train(df, fit_spsvm, dict(max_basis=2500, lam=1e-3, kernel=KERNEL, kappa=50, tol=0.0), num_partitions=2,
-                  mode="executor")
+        with logged("starting 2 training tasks on") as starting:
+            interrupter = threading.Thread(target=interrupt_while_the_tasks_train, args=(starting,), daemon=True)
+            interrupter.start()
+            with pytest.raises(KeyboardInterrupt):
+                train(df, fit_spsvm, dict(max_basis=2500, lam=1e-3, kernel=KERNEL, kappa=50, tol=0.0),
+                      num_partitions=2, mode="executor")
         interrupter.join(60)
         (job,) = interrupted
         deadline = time.monotonic() + 120
@@ -478,5 +459,5 @@ def test_an_interrupt_of_the_caller_waiting_on_an_executor_coordinated_fit_cance
             time.sleep(0.1)  # ended by the cancel, or by the fit's end without it
         assert tracker.getJobInfo(job).status == "FAILED"
     finally:
-        logging.getLogger("spark_bsvm.progress").removeHandler(handler)
+        ended.set()
         df.unpersist()

@@ -1,7 +1,6 @@
 """fitMultiple (pyspark.ml's tuners): the models of separate fits, with the data's checks run once for the
 param maps that leave the rows alone, and one training stage for them where their fits take every slot."""
 
-import logging
 import threading
 
 import numpy as np
@@ -10,7 +9,7 @@ from pyspark.ml.evaluation import BinaryClassificationEvaluator
 
 from spark_bsvm import CSVC, SpSVM
 from spark_bsvm.engine import stage
-from tests.conftest import rings_frame, to_df
+from tests.conftest import logged, rings_frame, to_df
 
 pytestmark = pytest.mark.spark
 
@@ -151,21 +150,17 @@ def test_cancelling_the_shared_training_stage_ends_every_param_map_without_fitti
         finally:
             context.setLocalProperty("spark.jobGroup.id", None)
 
-    class Training(logging.Handler):  # the shared stage's coordinator has judged its tasks' checks: they train
-        def emit(self, record):
-            if "training tasks connected" in record.getMessage():
-                training.set()
-
-    fitting, training, handler = threading.Thread(target=tuner), threading.Event(), Training()
-    logging.getLogger("spark_bsvm.progress").addHandler(handler)
+    fitting = threading.Thread(target=tuner)
     try:
-        fitting.start()
-        assert training.wait(120)  # the event itself: the status tracker can lag seconds behind
+        # once the shared stage's coordinator has judged its tasks' checks, they train (the status tracker, which
+        # can lag seconds behind, is not waited on)
+        with logged("training tasks connected") as training:
+            fitting.start()
+            assert training.wait(120)
         started = len(stages)  # the shared stage's starts (a first one may check the rows and deal them again)
         context.cancelJobGroup("tuning")
         fitting.join(300)
     finally:
-        logging.getLogger("spark_bsvm.progress").removeHandler(handler)
         df.unpersist()
     (error,) = outcome
     assert isinstance(error, stage.StageCancelled) and "cancelled" in str(error)
