@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 
 from core.labels import LabelCountError
 from spark_bsvm.app import loaders, methods, report
-from spark_bsvm.engine.session import tagged_jobs, wait_for_tagged_tasks
+from spark_bsvm.engine.session import cancel_jobs, tagged_jobs, wait_for_tagged_tasks
 
 log = logging.getLogger("spark_bsvm")
 
@@ -155,11 +155,10 @@ def replaced_whole(path, write):
     staged = hadoop_path(f"{path.rstrip('/')}.saving-{tag}")
     spark, jobs = SparkSession.active(), f"spark-bsvm-save-{tag}"
     try:
-        with tagged_jobs(spark, jobs, f"writing {path}"):
+        with tagged_jobs(spark, jobs, f"writing {path}", interrupt=False):
             write(staged.toString())
     except BaseException:
-        # the failed write's other tasks first: one still at work would make its folders again in the deleted one
-        wait_for_tagged_tasks(spark, jobs, FAILED_WRITE_SECONDS)
+        _write_ended(spark, jobs, staged)
         filesystem.delete(staged, True)
         raise
     aside = []
@@ -180,6 +179,19 @@ def replaced_whole(path, write):
     raise OSError(f"could not move the new {path} into place: other runs put theirs there {REPLACE_ATTEMPTS} times "
                   f"while this one moved it aside; the new one is at {staged}, the ones moved aside at "
                   f"{path.rstrip('/')}.replaced-{tag}-*")
+
+
+def _write_ended(spark, jobs, staged):
+    """End the failed write's jobs labelled ``jobs`` (a Ctrl-C leaves them running: pyspark cannot cancel a job
+    from inside the call that waits on it) and wait, at most ``FAILED_WRITE_SECONDS``, for their tasks still at
+    work, which would make their folders again in ``staged`` once it is deleted."""
+    try:
+        cancel_jobs(spark, jobs)
+        if not wait_for_tagged_tasks(spark, jobs, FAILED_WRITE_SECONDS):
+            log.warning("a failed write's tasks still ran after %gs: they may leave folders in %s",
+                        FAILED_WRITE_SECONDS, staged)
+    except Exception as exc:  # a session stopped meanwhile: its jobs ended with it, and the write's error stands
+        log.debug("could not wait for the failed write's tasks: %s", exc)
 
 
 def _rename_refusing(filesystem, source, target):

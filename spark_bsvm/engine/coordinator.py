@@ -179,15 +179,15 @@ class SparkEngine(Engine):
     def close(self):
         """Stop the tasks, end the stage and close the coordinator (idempotent).  The stage gets
         ``STAGE_END_SECONDS`` to end, then is cancelled and gets as long again."""
-        self._log_round_times()
-        self._coordinator.stop()
         try:
+            self._log_round_times()
+            self._coordinator.stop()
             if self._coordinator.conns or self._coordinator.arrived:  # the tasks end on STOP
                 self._thread.join(timeout=STAGE_END_SECONDS)
             else:  # no task to tell: the stage never started
                 self._cancel_until_ended(time.monotonic() + STAGE_END_SECONDS)
             if self._thread.is_alive():
-                cancel_jobs(self._spark, self._job_group)
+                self._cancel()
                 self._thread.join(timeout=STAGE_END_SECONDS)
         finally:
             self._coordinator.close()
@@ -197,11 +197,16 @@ class SparkEngine(Engine):
         cancel before that thread has submitted the job finds none, and the job submitted after it would wait for
         its slots (a stage kept from them) until the next cancel."""
         while self._thread.is_alive() and time.monotonic() < deadline:
-            try:
-                cancel_jobs(self._spark, self._job_group)
-            except Exception as exc:  # a session stopping meanwhile: its jobs end with it
-                log.debug("cancelling a training stage that no task reached: %s", exc)
+            self._cancel()
             self._thread.join(timeout=CANCEL_POLL_SECONDS)
+
+    def _cancel(self):
+        """Cancel the stage's jobs; a failure to is logged at debug level, so that it never hides the error that
+        ends the fit (a session stopping meanwhile: its jobs end with it)."""
+        try:
+            cancel_jobs(self._spark, self._job_group)
+        except Exception as exc:
+            log.debug("cancelling the training stage's jobs: %s", exc)
 
     def _log_round_times(self):
         """Log where the rounds after the first went, once."""

@@ -11,7 +11,7 @@ sessions only.
 import re
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 SIMPLIFIED_TRACEBACK = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
 ARROW_BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"
@@ -131,12 +131,14 @@ _DESCRIPTION, _INTERRUPT_ON_CANCEL = "spark.job.description", "spark.job.interru
 
 
 @contextmanager
-def tagged_jobs(spark, tag, description):
+def tagged_jobs(spark, tag, description, interrupt=True):
     """Label the Spark jobs this thread starts inside the block with ``tag`` (so that ``cancel_jobs`` can
     stop them) and, on classic sessions, with ``description`` (the Spark UI shows it).  A tag adds to what
     the caller set, where a job group would replace the caller's: the caller's own group and tags stay on
     the jobs, so that cancelling them (a notebook's cancel, a scheduler's timeout) stops the fit too, and
-    the thread has them, and its description, again after the block."""
+    the thread has them, and its description, again after the block.  ``interrupt``: a cancel interrupts the
+    tasks' threads (not for writes to HDFS, whose writers an interrupt can leave marking datanodes dead: Spark
+    leaves it off by default for that)."""
     if is_connect(spark):
         spark.addTag(tag)
         try:
@@ -148,7 +150,8 @@ def tagged_jobs(spark, tag, description):
         before = {key: context.getLocalProperty(key) for key in (_DESCRIPTION, _INTERRUPT_ON_CANCEL)}
         context.addJobTag(tag)
         context.setJobDescription(description)
-        context.setInterruptOnCancel(True)
+        if interrupt:
+            context.setInterruptOnCancel(True)
         try:
             yield
         finally:
@@ -186,9 +189,12 @@ def stage_partly_ended(spark, tag):
 def wait_for_tagged_tasks(spark, tag, seconds):
     """Wait, at most ``seconds``, until every job labelled ``tag`` has ended and no stage of theirs has a task
     still at work; whether they had.  A failed job's other tasks run on until Spark's kill reaches them, and may
-    still write (a classic session's status tracker; it shows a job ended only after the events before its end,
-    so the tasks it shows at work then are all that may be)."""
+    still write (a classic session's status tracker; once Spark's events so far have reached it, it knows every
+    job started, and it shows a job ended only after the events before its end, so the tasks it shows at work
+    then are all that may be; a stage's earlier attempts are not shown)."""
     deadline = time.monotonic() + seconds
+    with suppress(Exception):  # the events so far (a TimeoutException after its wait: waited on below)
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(int(1000 * seconds))
     while any(status == "RUNNING" or any(stage.numActiveTasks for stage in stages)
               for _, status, stages in tagged_job_stages(spark, tag)):
         if time.monotonic() >= deadline:

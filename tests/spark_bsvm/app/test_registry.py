@@ -172,15 +172,15 @@ def test_a_run_that_waited_long_enough_gives_up(tmp_path, monkeypatch, caplog, s
         name_holder = registry_module._lock_holder
 
         def stalled_holder(fd):
-            time.sleep(0.3)
+            time.sleep(1.5)
             return name_holder(fd)
 
         monkeypatch.setattr(registry_module, "_lock_holder", stalled_holder)
     holder = hold_lock(tmp_path)
     try:
         with caplog.at_level(logging.WARNING, logger="spark_bsvm"), \
-                pytest.raises(RegistryLocked, match=r"locked by another run .* after waiting 0\.2 s$"):
-            with ModelRegistry(str(tmp_path)).lock(wait_seconds=0.2):
+                pytest.raises(RegistryLocked, match=r"locked by another run .* after waiting 1 s$"):
+            with ModelRegistry(str(tmp_path)).lock(wait_seconds=1.0):  # time for an unstalled run's first look
                 pass
         assert ("waiting for it" in caplog.text) is not stalled  # the stalled run's first look came after its deadline
     finally:

@@ -94,7 +94,7 @@ def test_tasks_are_admitted_through_more_strangers_than_are_held(coordinator, mo
     connecting.join()
     assert sorted(coordinator.conns) == [0, 1]
     # the closes of the strangers pushed out last may still be on their way
-    poll_until(coordinator, lambda: sum(map(still_open, strangers)) == len(coordinator.newcomers))
+    assert poll_until(coordinator, lambda: sum(map(still_open, strangers)) == len(coordinator.newcomers))
     held = [sock for sock in strangers if still_open(sock)]
     assert len(held) == len(coordinator.newcomers) <= coordinator.max_newcomers  # idle, not yet timed out
     assert coordinator.refused == {"too many connections waited for their hello at once": flood + 10 - len(held)}
