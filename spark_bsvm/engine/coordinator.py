@@ -201,8 +201,8 @@ class SparkEngine(Engine):
             self._thread.join(timeout=CANCEL_POLL_SECONDS)
 
     def _cancel(self):
-        """Cancel the stage's jobs; a failure to is logged at debug level, so that it never hides the error that
-        ends the fit (a session stopping meanwhile: its jobs end with it)."""
+        """Cancel the stage's jobs; a failure to cancel is logged at debug level, so that it never hides the error
+        that ends the fit (a session stopping meanwhile: its jobs end with it)."""
         try:
             cancel_jobs(self._spark, self._job_group)
         except Exception as exc:
