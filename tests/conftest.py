@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -218,3 +219,15 @@ def logged(text, logger="spark_bsvm.progress"):
         yield said
     finally:
         logging.getLogger(logger).removeHandler(handler)
+
+
+def wait_until(done, seconds=30.0, step=lambda: time.sleep(0.05)):
+    """Call ``step`` (a short sleep, or a poll of what ``done`` looks at) until ``done()``, for at most ``seconds``;
+    whether ``done()`` came true.  A test waits for what another thread or process does this way, never without
+    an end: a broken test fails, it does not hang the suite."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() >= deadline:
+            return False
+        step()
+    return True

@@ -12,6 +12,7 @@ from pyspark.ml import PipelineModel
 
 from jobs import evaluate, predict, retrain, train
 from spark_bsvm.app import cli, training_run
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -176,10 +177,8 @@ def test_a_failed_write_s_folder_goes_once_its_other_tasks_have_ended(spark, tmp
 
     with pytest.raises(Exception, match="the write failed"):
         training_run.replaced_whole(str(written / "out"), write)
-    deadline = time.monotonic() + 60
-    while not done.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)  # the late task's folders made (before the run's end now, after it before)
-    assert done.exists() and os.listdir(written) == []
+    # the late task's folders made (before the run's end now, after it before)
+    assert wait_until(done.exists, 60) and os.listdir(written) == []
 
 
 def test_train_refuses_a_model_path_holding_other_files_before_reading_data(spark, job_cwd, tmp_path, capsys,

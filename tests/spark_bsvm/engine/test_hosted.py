@@ -19,6 +19,7 @@ from core.svc import fit_csvc
 from core.synthetic import make_rings
 from spark_bsvm.engine import hosted
 from spark_bsvm.engine.stage import HostedFit, TaskSpec
+from tests.conftest import wait_until
 
 SECRET = "a7" * 32
 
@@ -108,17 +109,16 @@ def test_ports_held_by_others_are_passed_over_and_never_hear_the_secret(holder, 
     assert problem is None and sock.getpeername()[1] == coordinator.address[1] == ports[2]
     assert list(coordinator.conns) == [1]
     if holder == "another fit's coordinator":  # left at its greeting: nothing to refuse, nothing to warn of
-        deadline = time.monotonic() + 5  # the task may have left after these coordinators' last poll
-        while any(other.left < 1 for other in others) and time.monotonic() < deadline:
+        def poll_others():
             for other in others:
                 other._poll([], timeout=0.01)
+
+        # the task may have left after these coordinators' last poll
+        wait_until(lambda: all(other.left >= 1 for other in others), 5, step=poll_others)
         assert all(other.arrived == {} and not other.conns and other.refused == {} and other.left >= 1
                    for other in others)
     else:  # each was tried: the task may have left a connection in a listener's queue, not yet accepted
-        deadline = time.monotonic() + 5
-        while not all(other.conns for other in others) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert all(other.conns for other in others)
+        assert wait_until(lambda: all(other.conns for other in others), 5)
     sock.close()
     coordinator.close()
     for other in others:

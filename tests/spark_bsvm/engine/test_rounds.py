@@ -5,11 +5,11 @@ import contextlib
 import socket
 import struct
 import threading
-import time
 
 import pytest
 
 from spark_bsvm.engine import rounds, wire
+from tests.conftest import wait_until
 
 SECRET = "5e" * 32
 
@@ -34,15 +34,9 @@ def still_open(sock):
     return len(sent) == wire.GREETING.size and still_open(sock)
 
 
-def poll_until(coordinator, done, seconds=30.0):
-    """Poll ``coordinator`` (in this thread, as its fit's driver does) until ``done()``, for at most ``seconds``;
-    whether ``done()`` came true (no wait without an end: a broken test fails, it does not hang the suite)."""
-    deadline = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() >= deadline:
-            return False
-        coordinator._poll([], timeout=0.05)
-    return True
+def poll_until(coordinator, done):
+    """``wait_until(done)`` polling ``coordinator`` in this thread, as its fit's driver does."""
+    return wait_until(done, step=lambda: coordinator._poll([], timeout=0.05))
 
 
 class _Task:

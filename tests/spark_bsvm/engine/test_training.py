@@ -22,7 +22,7 @@ from spark_bsvm.engine.rounds import Coordinator
 from spark_bsvm.engine.session import tagged_job_stages
 from spark_bsvm.engine.stage import stage_failure
 from spark_bsvm.engine.training import resolve_mode, train
-from tests.conftest import logged, to_df
+from tests.conftest import logged, to_df, wait_until
 
 pytestmark = pytest.mark.spark
 KERNEL = KernelSpec("rbf", gamma=0.5)
@@ -411,10 +411,8 @@ def test_a_stage_kept_from_its_slots_times_out_saying_why_and_at_once(spark, dat
     holder = threading.Thread(target=other_work, daemon=True)
     holder.start()
     tracker = context.statusTracker()
-    deadline = time.monotonic() + 120
-    while not (tracker.getJobIdsForGroup("other-work") and tracker.getActiveStageIds()):
-        assert time.monotonic() < deadline, "the job holding a slot never ran"
-        time.sleep(0.05)
+    assert wait_until(lambda: tracker.getJobIdsForGroup("other-work") and tracker.getActiveStageIds(), 120), \
+        "the job holding a slot never ran"
     started = time.monotonic()
     try:
         with pytest.raises(TimeoutError, match=r"only 0 of 2 training tasks connected .* in 3s; a barrier stage starts "
@@ -454,9 +452,7 @@ def test_an_interrupt_of_the_caller_waiting_on_an_executor_coordinated_fit_cance
                       num_partitions=2, mode="executor")
         interrupter.join(60)
         (job,) = interrupted
-        deadline = time.monotonic() + 120
-        while tracker.getJobInfo(job).status == "RUNNING" and time.monotonic() < deadline:
-            time.sleep(0.1)  # ended by the cancel, or by the fit's end without it
+        wait_until(lambda: tracker.getJobInfo(job).status != "RUNNING", 120)  # by the cancel, or by the fit's end
         assert tracker.getJobInfo(job).status == "FAILED"
     finally:
         ended.set()
