@@ -29,6 +29,8 @@ alternating (Spark, local, Spark, local, ... with ``--repeats``; medians).  Prin
     per round   (Spark rounds s - local rounds s) / (rounds - 1), in ms: what a round costs beyond the
                 partition work (the first round and the end are the fixed costs of their own columns; the
                 tenth and earlier sessions divided everything after the engine's start by the rounds)
+    pairs ms    the least and the most of that figure over the fits' pairs (each Spark fit against the local fit
+                after it): a fit of few rounds divides the noise of two fit times by few rounds
     skew, wire, work
                 the per-round figure taken apart, in ms per round after the first, from what the Spark tasks
                 report (``rounds.RoundTimes``): skew, each round's slowest task minus the tasks' mean (the
@@ -89,7 +91,7 @@ from core.synthetic import FOREST_ROWS, make_forest_like
 PARTITIONS = 2
 BLOCK_STAGES = 3  # barrier stages that time the tasks' blocks per data set (one varied by up to 2x)
 HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "MB/s after", "first s", "rounds", "rounds s", "end s",
-          "fit s", "cpu s", "tree cpu s", "per round ms", "skew ms", "wire ms", "work ms", "ratio", "bare s", "floor",
+          "fit s", "cpu s", "tree cpu s", "per round ms", "pairs ms", "skew ms", "wire ms", "work ms", "ratio", "bare s", "floor",
           "checks s", "same"]
 
 
@@ -355,6 +357,8 @@ def main():
         spark_run, local_run = runs["spark"][-1], runs["local"][-1]
         block_s = slowest["seconds"]
         per_round = 1e3 * (med["spark"]["later"] - med["local"]["later"]) / max(spark_run["rounds"] - 1, 1)
+        pairs = [1e3 * (s["later"] - l["later"]) / max(spark_run["rounds"] - 1, 1)
+                 for s, l in zip(runs["spark"], runs["local"])]
         for engine in ("spark", "local"):
             rows.append([name, engine, med[engine]["start"], block_s if engine == "spark" else "-",
                          _megabytes_a_second(slowest) if engine == "spark" else "-",
@@ -363,6 +367,7 @@ def main():
                          med[engine]["later"], med[engine]["end"], med[engine]["fit"], med[engine]["cpu"],
                          med[engine]["tree_cpu"],
                          per_round if engine == "spark" else "-",
+                         f"{min(pairs):.2f} to {max(pairs):.2f}" if engine == "spark" else "-",
                          med["spark"]["skew"] if engine == "spark" else "-",
                          med["spark"]["wire"] if engine == "spark" else "-",
                          med["spark"]["work"] - med["local"]["work"] if engine == "spark" else "-",
