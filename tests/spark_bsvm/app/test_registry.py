@@ -1,9 +1,9 @@
 """The model registry: numbered versions, atomic promotion, a process killed at every step."""
 
+import contextlib
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -119,26 +119,27 @@ with module.ModelRegistry(sys.argv[1]).lock():
 """
 
 
-def hold_lock(root):
-    """A process holding the lock of the registry at ``root`` (returned once it holds it), until it is killed or
-    its ``stdin`` is closed."""
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(root)], cwd=ROOT, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline() == "locked\n"
-    return holder
+@contextlib.contextmanager
+def held_lock(root):
+    """A process holding the lock of the registry at ``root`` (given once it holds it), until it is killed or its
+    ``stdin`` is closed; at the end it is killed with SIGKILL (as the OOM killer would: no cleanup runs) where it
+    still runs, waited for, and its pipes are closed."""
+    with subprocess.Popen([sys.executable, "-c", HOLDER, str(root)], cwd=ROOT, stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True) as holder:
+        try:
+            assert holder.stdout.readline() == "locked\n"
+            yield holder
+        finally:
+            holder.kill()
 
 
 def test_the_lock_names_its_holder_and_a_killed_holders_lock_is_free_at_once(tmp_path):
     registry = ModelRegistry(str(tmp_path))
-    holder = hold_lock(tmp_path)
-    try:
+    with held_lock(tmp_path) as holder:  # killed at the end
         with pytest.raises(RegistryLocked, match=rf"^registry {tmp_path} is locked by another run \(pid "
                                                   rf"{holder.pid} on host .+ since 20"):
             with registry.lock():
                 pass
-    finally:
-        holder.send_signal(signal.SIGKILL)  # as the OOM killer would: no cleanup runs
-        holder.wait()
     with registry.lock():  # the kernel freed the dead holder's lock; its leftover line is replaced
         assert json.loads(Path(tmp_path, "LOCK").read_text())["pid"] == os.getpid()
     assert Path(tmp_path, "LOCK").read_text() == ""  # released: nobody named
@@ -146,22 +147,18 @@ def test_the_lock_names_its_holder_and_a_killed_holders_lock_is_free_at_once(tmp
 
 def test_a_waiting_run_takes_the_lock_when_the_holder_ends(tmp_path, caplog):
     registry = ModelRegistry(str(tmp_path))
-    holder = hold_lock(tmp_path)
 
-    def end_the_holder_once_waited_for(found_locked):  # however late this run comes to find the lock held
+    def end_the_holder_once_waited_for(holder, found_locked):  # however late this run comes to find the lock held
         if found_locked.wait(60):
             holder.stdin.close()
 
-    try:
-        with caplog.at_level(logging.WARNING, logger="spark_bsvm"), logged("waiting for it", "spark_bsvm") as found:
-            threading.Thread(target=end_the_holder_once_waited_for, args=(found,), daemon=True).start()
-            with registry.lock(wait_seconds=60.0):
-                assert holder.wait(timeout=30) == 0  # it ran to its end and released the lock
-        assert f"is locked by another run (pid {holder.pid} on host" in caplog.text
-        assert caplog.text.count("waiting for it") == 1
-    finally:
-        holder.kill()
-        holder.wait()
+    with held_lock(tmp_path) as holder, caplog.at_level(logging.WARNING, logger="spark_bsvm"), \
+            logged("waiting for it", "spark_bsvm") as found:
+        threading.Thread(target=end_the_holder_once_waited_for, args=(holder, found), daemon=True).start()
+        with registry.lock(wait_seconds=60.0):
+            assert holder.wait(timeout=30) == 0  # it ran to its end and released the lock
+    assert f"is locked by another run (pid {holder.pid} on host" in caplog.text
+    assert caplog.text.count("waiting for it") == 1
 
 
 @pytest.mark.parametrize("stalled", [False, True])
@@ -176,13 +173,8 @@ def test_a_run_that_waited_long_enough_gives_up(tmp_path, monkeypatch, caplog, s
             return name_holder(fd)
 
         monkeypatch.setattr(registry_module, "_lock_holder", stalled_holder)
-    holder = hold_lock(tmp_path)
-    try:
-        with caplog.at_level(logging.WARNING, logger="spark_bsvm"), \
-                pytest.raises(RegistryLocked, match=r"locked by another run .* after waiting 1 s$"):
-            with ModelRegistry(str(tmp_path)).lock(wait_seconds=1.0):  # time for an unstalled run's first look
-                pass
-        assert ("waiting for it" in caplog.text) is not stalled  # the stalled run's first look came after its deadline
-    finally:
-        holder.kill()
-        holder.wait()
+    with held_lock(tmp_path), caplog.at_level(logging.WARNING, logger="spark_bsvm"), \
+            pytest.raises(RegistryLocked, match=r"locked by another run .* after waiting 1 s$"):
+        with ModelRegistry(str(tmp_path)).lock(wait_seconds=1.0):  # time for an unstalled run's first look
+            pass
+    assert ("waiting for it" in caplog.text) is not stalled  # the stalled run's first look came after its deadline
