@@ -91,8 +91,8 @@ from core.synthetic import FOREST_ROWS, make_forest_like
 PARTITIONS = 2
 BLOCK_STAGES = 3  # barrier stages that time the tasks' blocks per data set (one varied by up to 2x)
 HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "MB/s after", "first s", "rounds", "rounds s", "end s",
-          "fit s", "cpu s", "tree cpu s", "per round ms", "pairs ms", "skew ms", "wire ms", "work ms", "ratio", "bare s", "floor",
-          "checks s", "same"]
+          "fit s", "cpu s", "tree cpu s", "per round ms", "pairs ms", "skew ms", "wire ms", "work ms", "ratio",
+          "bare s", "floor", "checks s", "same"]
 
 
 def _ijcnn1():
@@ -356,9 +356,10 @@ def main():
                for k, v in runs.items()}
         spark_run, local_run = runs["spark"][-1], runs["local"][-1]
         block_s = slowest["seconds"]
-        per_round = 1e3 * (med["spark"]["later"] - med["local"]["later"]) / max(spark_run["rounds"] - 1, 1)
-        pairs = [1e3 * (s["later"] - l["later"]) / max(spark_run["rounds"] - 1, 1)
-                 for s, l in zip(runs["spark"], runs["local"])]
+        later_rounds = max(spark_run["rounds"] - 1, 1)
+        per_round = 1e3 * (med["spark"]["later"] - med["local"]["later"]) / later_rounds
+        pairs = [1e3 * (spark_fit["later"] - local_fit["later"]) / later_rounds
+                 for spark_fit, local_fit in zip(runs["spark"], runs["local"])]
         for engine in ("spark", "local"):
             rows.append([name, engine, med[engine]["start"], block_s if engine == "spark" else "-",
                          _megabytes_a_second(slowest) if engine == "spark" else "-",
