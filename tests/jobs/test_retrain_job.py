@@ -13,7 +13,7 @@ from jobs import retrain
 from spark_bsvm.app import cli
 from spark_bsvm.app import registry as registry_module
 from spark_bsvm.app.registry import ModelRegistry
-from tests.spark_bsvm.app.test_registry import ROOT, hold_lock
+from tests.spark_bsvm.app.test_registry import ROOT, held_lock
 
 pytestmark = pytest.mark.spark
 
@@ -188,14 +188,10 @@ def test_a_second_retraining_exits_with_its_own_code_while_another_holds_the_reg
     """Two real processes: the second one says why in one line and exits 4 before reading data or starting
     Spark; the registry is untouched."""
     root = tmp_path / "registry"
-    holder = hold_lock(root)
-    try:
+    with held_lock(root) as holder:
         second = subprocess.run([sys.executable, "jobs/retrain.py", "--set", f"retrain.registry={root}"], cwd=ROOT,
                                 env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
                                 timeout=120)
-    finally:
-        holder.kill()
-        holder.wait()
     assert second.returncode == 4 and second.stdout == ""
     assert re.fullmatch(rf"not retrained: registry {root} is locked by another run \(pid {holder.pid} on host \S+ "
                         r"since [0-9T:+-]+\); --set retrain.lock_wait_minutes=N waits for it\n", second.stderr)
