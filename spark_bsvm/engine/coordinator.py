@@ -185,17 +185,18 @@ class SparkEngine(Engine):
             if self._coordinator.conns or self._coordinator.arrived:  # the tasks end on STOP
                 self._thread.join(timeout=STAGE_END_SECONDS)
             else:  # no task to tell: the stage never started
-                self._cancel_until_ended(time.monotonic() + STAGE_END_SECONDS)
+                self._cancel_until_ended()
             if self._thread.is_alive():
                 self._cancel()
                 self._thread.join(timeout=STAGE_END_SECONDS)
         finally:
             self._coordinator.close()
 
-    def _cancel_until_ended(self, deadline):
-        """Cancel the stage's jobs every ``CANCEL_POLL_SECONDS`` until its thread ends or ``deadline`` passes: a
-        cancel before that thread has submitted the job finds none, and the job submitted after it would wait for
-        its slots (a stage kept from them) until the next cancel."""
+    def _cancel_until_ended(self):
+        """Cancel the stage's jobs every ``CANCEL_POLL_SECONDS`` until its thread ends, for at most
+        ``STAGE_END_SECONDS``: a cancel before that thread has submitted the job finds none, and the job submitted
+        after it would wait for its slots (a stage kept from them) until the next cancel."""
+        deadline = time.monotonic() + STAGE_END_SECONDS
         while self._thread.is_alive() and time.monotonic() < deadline:
             self._cancel()
             self._thread.join(timeout=CANCEL_POLL_SECONDS)
