@@ -8,7 +8,8 @@ to its gradients and returns its most violating examples (``dual_round``);
 the driver merges them into a working set of q examples and solves the
 q-variable sub-problem with the numba SMO of ``core.smo``, over a kernel
 matrix kept from round to round (``core.working_set``).  The partitions
-shrink examples that cannot pair (``core.partition.dual``).  The loop stops
+shrink examples that cannot pair (``core.partition.dual``), and send each
+candidate's row once: the driver keeps them (``core.row_store``).  The loop stops
 when no allowed pair of classes violates the optimality conditions by more
 than ``tol`` (LIBSVM's stopping rule, with the budget's restriction on
 pairs) in a round with no example shrunk.  The bias follows LIBSVM: the
@@ -24,7 +25,8 @@ import numpy as np
 
 from core.partition.dual import NEG, POS, dual_round
 from core.progress import Progress
-from core.rows import stack_rows
+from core.row_store import RowStore
+from core.rows import take_rows
 from core.smo import smo_solve
 from core.support_set import SupportSet
 from core.validation import check_integer
@@ -34,6 +36,7 @@ log = logging.getLogger("spark_bsvm")
 
 _TIGHT = 1e-12  # relative slack under which the budget sum counts as active (as in core.smo)
 _MAX_WORKING_SET = 8192  # its kernel matrix is 512 MiB (4096: 1.4x the CPU on covtype-15k, 56 rounds, not 25)
+_ROW_STORE_BYTES = 256 << 20  # a larger store of the candidates' rows starts again (with the working set's)
 _INNER_TOL_SHARE = 0.3  # a sub-problem stops at this share of the round's violation (or at tol)
 _STAT_KEYS = ("up_max", "low_min", "free_count", "free_sum", "upper_max", "zero_min")
 _NO_UPDATE = {"ws_ids": np.zeros(0, np.int64), "ws_rows": None, "ws_y": None, "ws_alpha_old": None, "ws_alpha": None}
@@ -59,7 +62,7 @@ class DualSolution:
     converged: bool
 
 
-_CAND_KEYS = ("cand_ids", "cand_keys", "cand_rows", "cand_y", "cand_alpha", "cand_grad", "cand_upper", "cand_score")
+_CAND_KEYS = ("cand_ids", "cand_keys", "cand_y", "cand_alpha", "cand_grad", "cand_upper", "cand_score")
 
 
 def _merge_candidates(answers):
@@ -71,8 +74,7 @@ def _merge_candidates(answers):
     always the one SMO left (not, when its partition happens to report it too, the partition's, which
     differs in the last bits), so which values the driver sees does not depend on which examples the
     partitioning puts among a partition's top violators."""
-    merged = {k: np.concatenate([a[k] for a in answers]) for k in _CAND_KEYS if k != "cand_rows"}
-    merged["cand_rows"] = stack_rows([a["cand_rows"] for a in answers])
+    merged = {k: np.concatenate([a[k] for a in answers]) for k in _CAND_KEYS}
     _, first = np.unique(merged["cand_ids"], return_index=True)
     first = first[np.lexsort((merged["cand_ids"][first], merged["cand_keys"][first]))]
     return {k: v[first] for k, v in merged.items()}
@@ -175,10 +177,15 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     ws_kernel = WorkingSetKernel(kernel, min(max(size, _MAX_WORKING_SET), engine.n_examples))
     shrinking = True
     progress = Progress("dual decomposition", unit="rounds")  # its end is the violation reaching tol
+    row_store = RowStore()  # every candidate's row received (core.row_store)
 
     def run_round(request):
-        return engine.run(dual_round, request,
-                          rebuild=lambda: _rebuild_request(dict(request, **feature_map), support, engine))
+        request = dict(request, rows_key=row_store.key)
+        answers = engine.run(dual_round, request,
+                             rebuild=lambda: _rebuild_request(dict(request, **feature_map), support, engine))
+        for answer in answers:
+            row_store.add(answer["cand_ids"][answer["cand_new"]], answer["cand_rows"])
+        return answers
 
     for rounds in range(1, max_rounds + 2):
         answers = run_round(request)
@@ -202,9 +209,9 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
             break
         cand = _merge_candidates(answers if carry is None else [carry] + answers)
         ws = _select(cand, size, carried_ids)
-        order, K = ws_kernel.arrange(cand["cand_ids"][ws], cand["cand_rows"][ws])
-        ws = ws[order]
-        ws_rows = cand["cand_rows"][ws]
+        ws_rows = row_store.take(cand["cand_ids"][ws])
+        order, K = ws_kernel.arrange(cand["cand_ids"][ws], ws_rows)
+        ws, ws_rows = ws[order], take_rows(ws_rows, order)
         y_ws, alpha_old = cand["cand_y"][ws], cand["cand_alpha"][ws]
         alpha_ws = alpha_old.copy()
         grad_ws = cand["cand_grad"][ws] + ridge * alpha_old
@@ -220,10 +227,13 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
             break
         ws_ids = cand["cand_ids"][ws]
         carried_ids = ws_ids
-        carry = {"cand_ids": ws_ids, "cand_keys": cand["cand_keys"][ws], "cand_rows": ws_rows, "cand_y": y_ws,
+        carry = {"cand_ids": ws_ids, "cand_keys": cand["cand_keys"][ws], "cand_y": y_ws,
                  "cand_alpha": alpha_ws, "cand_grad": grad_ws - ridge * alpha_ws,
                  "cand_upper": cand["cand_upper"][ws], "cand_score": -y_ws * grad_ws}
         support.update(ws_ids[changed], alpha_ws[changed], y_ws[changed], ws_rows[np.flatnonzero(changed)])
+        if row_store.nbytes > _ROW_STORE_BYTES:  # a new store: the partitions send their candidates' rows again
+            row_store = RowStore()
+            row_store.add(ws_ids, ws_rows)  # the carried-over working set's, which they need not report
         # grow the working set while the free variables outnumber half of it (few, long rounds
         # beat many short ones when the sub-problems must overlap), up to _MAX_WORKING_SET
         size = max(size, min(_MAX_WORKING_SET, 2 * int(stats["free_count"].sum())))

@@ -20,6 +20,11 @@ since it was shrunk (summed per example, one kernel product per shrink round).
 Shrunk examples are left out of the candidates and the statistics; the
 driver stops only after a round with none (``core.dual``).
 
+Rows.  The driver keeps every candidate's row it receives (``core.row_store``), so the answer
+carries the rows of the candidates this partition has not reported under the request's ``rows_key``
+only (``cand_new`` marks them); a new key or a reset (a new solve, a store emptied, a rebuilt task)
+starts that record afresh.
+
 With a feature map in the request (``map_key``..., see
 ``core.partition.common.feature_map_request``) the rows x_i are replaced by
 the explicit features phi(x_i) throughout (the L0-norm SVM's inner solves).
@@ -80,7 +85,8 @@ def dual_round(data, state, request):
     """Apply the last working set's alpha changes, then report violators and statistics.
 
     Request: ``kernel``, ``C`` (box scale, inf for none), ``ridge`` (mu),
-    ``budget_tight``, ``n_select`` (per class and direction), ``reset`` with
+    ``n_select`` (per class and direction), ``rows_key``
+    (the driver's row store), ``reset`` with
     ``sv_ids, sv_rows, sv_y, sv_alpha`` to (re)build the state, and
     ``ws_ids, ws_rows, ws_y, ws_alpha_old, ws_alpha`` for the update
     G_i += y_i sum_j K(x_i, x_j) y_j (a_j - a_j_old), ``shrink_below`` and
@@ -89,7 +95,8 @@ def dual_round(data, state, request):
 
     Answer: the ``n_select`` most violating examples of each of I_up and
     I_low in each class (``cand_*``; exact ties go to the smaller content
-    key ``cand_keys``, see ``PartitionData.keys``), the per-class extremes
+    key ``cand_keys``, see ``PartitionData.keys``; ``cand_rows`` holds the rows
+    of those marked ``cand_new`` only), the per-class extremes
     of s = -y F over I_up / I_low, the per-class bias statistics over free variables and
     at the bounds, and this partition's part of sum_i a_i (G_i - 1), all over
     the active examples; ``shrunk``, how many are not.
@@ -97,6 +104,8 @@ def dual_round(data, state, request):
     data = feature_mapped(data, state, request)
     if request["reset"]:
         state.update(_reset(data, request))
+    if request["reset"] or state["rows_key"] != request["rows_key"]:
+        state.update(rows_key=request["rows_key"], rows_sent=np.zeros(len(data), bool))
     alpha, grad, upper, shrunk_at = state["alpha"], state["grad"], state["upper"], state["shrunk_at"]
     kernel = request["kernel"]
     if len(request["ws_ids"]):
@@ -144,8 +153,10 @@ def dual_round(data, state, request):
         if (in_class & at_zero & active).any():
             answer["zero_min"][slot] = F[in_class & at_zero & active].min()
     cand = np.unique(np.concatenate(chosen))
+    new = ~state["rows_sent"][cand]
+    state["rows_sent"][cand] = True
     answer.update(
-        cand_ids=data.ids[cand], cand_keys=data.keys[cand], cand_rows=take_rows(data.rows, cand),
+        cand_ids=data.ids[cand], cand_keys=data.keys[cand], cand_new=new, cand_rows=take_rows(data.rows, cand[new]),
         cand_y=data.y[cand], cand_alpha=alpha[cand], cand_grad=grad[cand], cand_upper=upper[cand],
         cand_score=score[cand],
         objective_part=float(alpha @ (grad - 1.0)), shrunk=int(np.count_nonzero(~active)),

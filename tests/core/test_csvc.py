@@ -1,13 +1,16 @@
 """C-SVC through the dual decomposition, checked against LIBSVM (scikit-learn's SVC)."""
 
+from collections import Counter
+
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.svm import SVC
 
 from core.engine import LocalEngine
 from core.kernels import KernelSpec, kernel_block
 from core.model import KernelExpansion
-from core.svc import fit_csvc
+from core.svc import fit_budget_svm, fit_csvc
 from core.synthetic import make_rings
 from tests.naive import naive_dual_objective
 
@@ -42,20 +45,27 @@ def test_matches_libsvm_on_generated_data():
     np.testing.assert_allclose(model.decision_function(Xt), svc.decision_function(Xt), atol=5e-3)
 
 
-def test_a_fit_shrinks_and_ends_on_a_round_with_every_example_restored(monkeypatch):
+def _recorded_rounds(monkeypatch):
+    """A list to which every later ``dual_round`` of ``core.dual`` appends (data, request, answer)."""
     import core.dual
-    shrunk = []
 
-    def counting(data, state, request):
+    rounds, dual_round = [], core.dual.dual_round
+
+    def recording(data, state, request):
         state, answer = dual_round(data, state, request)
-        shrunk.append((answer["shrunk"], request["unshrink"]))
+        rounds.append((data, request, answer))
         return state, answer
 
-    dual_round = core.dual.dual_round
-    monkeypatch.setattr(core.dual, "dual_round", counting)
+    monkeypatch.setattr(core.dual, "dual_round", recording)
+    return rounds
+
+
+def test_a_fit_shrinks_and_ends_on_a_round_with_every_example_restored(monkeypatch):
+    rounds = _recorded_rounds(monkeypatch)
     X, y = make_rings(1500, 6, seed=3)
     Xt, yt = make_rings(1000, 6, seed=4)
     model, _ = _compare(X, y, Xt, yt, C=10.0, gamma=0.3, partitions=3)
+    shrunk = [(answer["shrunk"], request["unshrink"]) for _, request, answer in rounds]
     assert model.metadata["converged"] and max(count for count, _ in shrunk) > 100
     # optimal over the active examples, the partitions restored the shrunk ones (then went on without shrinking)
     restored = shrunk.index((0, True))
@@ -63,25 +73,75 @@ def test_a_fit_shrinks_and_ends_on_a_round_with_every_example_restored(monkeypat
 
 
 def test_a_fit_stopped_while_examples_are_shrunk_reports_the_exact_objective(monkeypatch):
-    import core.dual
-    shrunk = []
-
-    def counting(data, state, request):
-        state, answer = dual_round(data, state, request)
-        shrunk.append(answer["shrunk"])
-        return state, answer
-
-    dual_round = core.dual.dual_round
-    monkeypatch.setattr(core.dual, "dual_round", counting)
+    rounds = _recorded_rounds(monkeypatch)
     X, y = make_rings(1500, 6, seed=3)
     kernel = KernelSpec("rbf", gamma=0.3)
     model = fit_csvc(LocalEngine(X, y, n_partitions=3), C=10.0, kernel=kernel, max_rounds=5)
+    shrunk = [answer["shrunk"] for _, _, answer in rounds]
     assert model.metadata["converged"] is False and sum(shrunk[-6:-3]) > 0 and sum(shrunk[-3:]) == 0
     assert KernelExpansion.from_bytes(model.to_bytes()).metadata["converged"] is False  # a Python bool: saved
     alpha = np.zeros(len(y))
     alpha[model.support_ids] = np.abs(model.coef)
     objective = naive_dual_objective(kernel_block(X, X, kernel), y, alpha)
     assert model.metadata["objective"] == pytest.approx(objective, rel=1e-12)
+
+
+def _rows_sent(rounds):
+    """Per (row store key, example id), how many times a partition sent its row; and the candidates reported."""
+    sent, reported = Counter(), 0
+    for data, request, answer in rounds:
+        sent.update((request["rows_key"], i) for i in answer["cand_ids"][answer["cand_new"]].tolist())
+        reported += answer["cand_ids"].size
+        taken = data.rows[np.searchsorted(data.ids, answer["cand_ids"][answer["cand_new"]])]
+        np.testing.assert_array_equal(_dense(answer["cand_rows"]), _dense(taken))
+    return sent, reported
+
+
+def _dense(rows):
+    return rows.toarray() if sp.issparse(rows) else rows
+
+
+def _noisy_rings():
+    """Rings with a tenth of the labels flipped: many examples at the bounds, and working sets that carry
+    free variables over which no partition reports again (under a budget)."""
+    X, y = make_rings(3000, 6, seed=0)
+    return X, np.where(np.random.default_rng(0).random(y.size) < 0.1, -y, y)
+
+
+def _sparse_rings():
+    X, y = make_rings(1500, 6, seed=3)
+    return sp.csr_matrix(np.where(np.abs(X) < 1.0, 0.0, X)), y  # 32% nonzero: CSR blocks
+
+
+_KERNEL = KernelSpec("rbf", gamma=0.3)
+_FITS = {
+    "csvc": (lambda: make_rings(1500, 6, seed=3),
+             lambda engine: fit_csvc(engine, C=10.0, kernel=_KERNEL, tol=1e-6, working_set_size=64)),
+    "csvc-csr": (_sparse_rings, lambda engine: fit_csvc(engine, C=10.0, kernel=_KERNEL, tol=1e-6, working_set_size=64)),
+    "budget_l1": (_noisy_rings, lambda engine: fit_budget_svm(engine, budget=50, C=1.0, norm="l1", kernel=_KERNEL)),
+}
+
+
+@pytest.mark.parametrize("case", list(_FITS))
+def test_each_candidate_row_crosses_once_per_store_and_a_store_too_large_starts_again(monkeypatch, case):
+    data, fit = _FITS[case]
+    X, y = data()
+    rounds = _recorded_rounds(monkeypatch)
+    kept = fit(LocalEngine(X, y, n_partitions=3))
+    sent, reported = _rows_sent(rounds)
+    assert len({key for key, _ in sent}) == 1 and max(sent.values()) == 1 and sum(sent.values()) < reported / 2
+    rounds.clear()
+    monkeypatch.setattr("core.dual._ROW_STORE_BYTES", 0)  # a new store every round
+    restarted = fit(LocalEngine(X, y, n_partitions=3))
+    sent, _ = _rows_sent(rounds)
+    requests = [request for _, request, _ in rounds[::3]]  # the first partition's
+    # each round that applies a working set's changes runs under a new store's key
+    assert [r["rows_key"] != before["rows_key"] for before, r in zip(requests, requests[1:])] == \
+        [len(r["ws_ids"]) > 0 for r in requests[1:]]
+    assert max(sent.values()) == 1
+    assert restarted.metadata["objective"] == kept.metadata["objective"]
+    np.testing.assert_array_equal(restarted.coef, kept.coef)
+    np.testing.assert_array_equal(_dense(restarted.support_vectors), _dense(kept.support_vectors))
 
 
 def test_partitioning_does_not_change_the_model():

@@ -23,7 +23,7 @@ def _partition(seed=0, n=40, sparse=False):
 
 
 def _request(**kw):
-    base = dict(kernel=KERNEL.to_dict(), C=1.0, ridge=0.0, n_select=3, reset=False,
+    base = dict(kernel=KERNEL.to_dict(), C=1.0, ridge=0.0, n_select=3, reset=False, rows_key="store",
                 ws_ids=np.zeros(0, np.int64), ws_rows=None, ws_y=None, ws_alpha_old=None, ws_alpha=None,
                 shrink_below=-np.inf, shrink_above=np.inf, unshrink=False)
     base.update(kw)
@@ -36,7 +36,8 @@ def _dense(rows):
 
 def _state(alpha, grad, upper):
     """A partition state with every example active."""
-    return {"alpha": alpha, "grad": grad, "upper": upper, "shrunk_at": np.full(alpha.size, -1), "log": []}
+    return {"alpha": alpha, "grad": grad, "upper": upper, "shrunk_at": np.full(alpha.size, -1), "log": [],
+            "rows_key": "store", "rows_sent": np.zeros(alpha.size, bool)}
 
 
 @pytest.mark.parametrize("sparse", [False, True])
