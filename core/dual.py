@@ -25,7 +25,7 @@ import numpy as np
 
 from core.partition.dual import NEG, POS, dual_round
 from core.progress import Progress
-from core.row_store import RowStore
+from core.row_store import RowLedger
 from core.rows import take_rows
 from core.smo import smo_solve
 from core.support_set import SupportSet
@@ -36,7 +36,7 @@ log = logging.getLogger("spark_bsvm")
 
 _TIGHT = 1e-12  # relative slack under which the budget sum counts as active (as in core.smo)
 _MAX_WORKING_SET = 8192  # its kernel matrix is 512 MiB (4096: 1.4x the CPU on covtype-15k, 56 rounds, not 25)
-_ROW_STORE_BYTES = 256 << 20  # a larger store of the candidates' rows starts again (with the working set's)
+_ROW_STORE_BYTES = 256 << 20  # a ledger whose rows received take more starts again (with the working set's)
 _INNER_TOL_SHARE = 0.3  # a sub-problem stops at this share of the round's violation (or at tol)
 _STAT_KEYS = ("up_max", "low_min", "free_count", "free_sum", "upper_max", "zero_min")
 _NO_UPDATE = {"ws_ids": np.zeros(0, np.int64), "ws_rows": None, "ws_y": None, "ws_alpha_old": None, "ws_alpha": None}
@@ -177,14 +177,18 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     ws_kernel = WorkingSetKernel(kernel, min(max(size, _MAX_WORKING_SET), engine.n_examples))
     shrinking = True
     progress = Progress("dual decomposition", unit="rounds")  # its end is the violation reaching tol
-    row_store = RowStore()  # every candidate's row received (core.row_store)
+    ledger = RowLedger()  # the rows exchanged with the partitions (core.row_store)
 
     def run_round(request):
-        request = dict(request, rows_key=row_store.key)
-        answers = engine.run(dual_round, request,
-                             rebuild=lambda: _rebuild_request(dict(request, **feature_map), support, engine))
+        request = dict(request, rows_key=ledger.key)
+
+        def rebuild():
+            ledger.shared.clear()  # the partitions rebuild their state: they hold none of the rows sent
+            return _rebuild_request(dict(request, **feature_map), support, engine)
+
+        answers = engine.run(dual_round, request, rebuild=rebuild)
         for answer in answers:
-            row_store.add(answer["cand_ids"][answer["cand_new"]], answer["cand_rows"])
+            ledger.received.add(answer["cand_ids"][answer["cand_new"]], answer["cand_rows"])
         return answers
 
     for rounds in range(1, max_rounds + 2):
@@ -209,7 +213,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
             break
         cand = _merge_candidates(answers if carry is None else [carry] + answers)
         ws = _select(cand, size, carried_ids)
-        ws_rows = row_store.take(cand["cand_ids"][ws])
+        ws_rows = ledger.received.take(cand["cand_ids"][ws])
         order, K = ws_kernel.arrange(cand["cand_ids"][ws], ws_rows)
         ws, ws_rows = ws[order], take_rows(ws_rows, order)
         y_ws, alpha_old = cand["cand_y"][ws], cand["cand_alpha"][ws]
@@ -230,15 +234,17 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
         carry = {"cand_ids": ws_ids, "cand_keys": cand["cand_keys"][ws], "cand_y": y_ws,
                  "cand_alpha": alpha_ws, "cand_grad": grad_ws - ridge * alpha_ws,
                  "cand_upper": cand["cand_upper"][ws], "cand_score": -y_ws * grad_ws}
-        support.update(ws_ids[changed], alpha_ws[changed], y_ws[changed], ws_rows[np.flatnonzero(changed)])
-        if row_store.nbytes > _ROW_STORE_BYTES:  # a new store: the partitions send their candidates' rows again
-            row_store = RowStore()
-            row_store.add(ws_ids, ws_rows)  # the carried-over working set's, which they need not report
+        changed_rows = take_rows(ws_rows, np.flatnonzero(changed))
+        support.update(ws_ids[changed], alpha_ws[changed], y_ws[changed], changed_rows)
+        if ledger.received.nbytes > _ROW_STORE_BYTES:  # a new ledger: the partitions send their candidates' rows again
+            ledger = RowLedger()
+            ledger.received.add(ws_ids, ws_rows)  # the carried-over working set's, which they need not report
+        sent = ledger.to_share(ws_ids[changed])  # the rows the partitions do not hold
         # grow the working set while the free variables outnumber half of it (few, long rounds
         # beat many short ones when the sub-problems must overlap), up to _MAX_WORKING_SET
         size = max(size, min(_MAX_WORKING_SET, 2 * int(stats["free_count"].sum())))
         request = dict(base, reset=False, n_select=_per_share(size), ws_ids=ws_ids[changed],
-                       ws_rows=ws_rows[np.flatnonzero(changed)], ws_y=y_ws[changed],
+                       ws_new=sent, ws_rows=take_rows(changed_rows, sent), ws_y=y_ws[changed],
                        ws_alpha_old=alpha_old[changed], ws_alpha=alpha_ws[changed])
         if shrinking:
             # this round's extremes of s over I_up and I_low, over both classes (core.partition.dual)

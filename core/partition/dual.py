@@ -20,10 +20,11 @@ since it was shrunk (summed per example, one kernel product per shrink round).
 Shrunk examples are left out of the candidates and the statistics; the
 driver stops only after a round with none (``core.dual``).
 
-Rows.  The driver keeps every candidate's row it receives (``core.row_store``), so the answer
+Rows (``core.row_store``).  The driver keeps every candidate's row it receives, so the answer
 carries the rows of the candidates this partition has not reported under the request's ``rows_key``
-only (``cand_new`` marks them); a new key or a reset (a new solve, a store emptied, a rebuilt task)
-starts that record afresh.
+only (``cand_new`` marks them); the partition keeps every working-set row it receives, so the request
+carries the rows it does not hold only (``ws_new``).  A new key or a reset (a new solve, a ledger
+started again, a rebuilt task) starts both records afresh.
 
 With a feature map in the request (``map_key``..., see
 ``core.partition.common.feature_map_request``) the rows x_i are replaced by
@@ -33,6 +34,7 @@ the explicit features phi(x_i) throughout (the L0-norm SVM's inner solves).
 import numpy as np
 
 from core.partition.common import feature_mapped, kernel_times, locate, top_k
+from core.row_store import RowStore
 from core.rows import stack_rows, take_rows
 
 NEG, POS = 0, 1  # class slots of the per-class answers (y = -1, y = +1)
@@ -86,10 +88,11 @@ def dual_round(data, state, request):
 
     Request: ``kernel``, ``C`` (box scale, inf for none), ``ridge`` (mu),
     ``n_select`` (per class and direction), ``rows_key``
-    (the driver's row store), ``reset`` with
+    (the driver's ``RowLedger``), ``reset`` with
     ``sv_ids, sv_rows, sv_y, sv_alpha`` to (re)build the state, and
-    ``ws_ids, ws_rows, ws_y, ws_alpha_old, ws_alpha`` for the update
-    G_i += y_i sum_j K(x_i, x_j) y_j (a_j - a_j_old), ``shrink_below`` and
+    ``ws_ids, ws_new, ws_rows, ws_y, ws_alpha_old, ws_alpha`` for the update
+    G_i += y_i sum_j K(x_i, x_j) y_j (a_j - a_j_old) (``ws_rows``: the rows of
+    those marked ``ws_new`` only), ``shrink_below`` and
     ``shrink_above`` (the shrinking thresholds; -inf and inf for none) and
     ``unshrink`` (restore every shrunk example first).
 
@@ -105,16 +108,18 @@ def dual_round(data, state, request):
     if request["reset"]:
         state.update(_reset(data, request))
     if request["reset"] or state["rows_key"] != request["rows_key"]:
-        state.update(rows_key=request["rows_key"], rows_sent=np.zeros(len(data), bool))
+        state.update(rows_key=request["rows_key"], rows_sent=np.zeros(len(data), bool), rows_received=RowStore())
     alpha, grad, upper, shrunk_at = state["alpha"], state["grad"], state["upper"], state["shrunk_at"]
     kernel = request["kernel"]
     if len(request["ws_ids"]):
+        state["rows_received"].add(request["ws_ids"][request["ws_new"]], request["ws_rows"])
+        ws_rows = state["rows_received"].take(request["ws_ids"])
         coef = request["ws_y"] * (request["ws_alpha"] - request["ws_alpha_old"])
         updated = np.flatnonzero(shrunk_at < 0)  # the active examples; the shrunk ones get a log entry
         everyone = updated.size == len(data)
-        _add_to_gradients(data, grad, request["ws_rows"], coef, kernel, at=None if everyone else updated)
+        _add_to_gradients(data, grad, ws_rows, coef, kernel, at=None if everyone else updated)
         if not everyone:
-            state["log"].append((request["ws_ids"], request["ws_rows"], coef))
+            state["log"].append((request["ws_ids"], ws_rows, coef))
         local, which = locate(data, request["ws_ids"])
         alpha[local] = request["ws_alpha"][which]
         moved = local[shrunk_at[local] >= 0]  # left its bound: it may pair again

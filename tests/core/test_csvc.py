@@ -86,15 +86,23 @@ def test_a_fit_stopped_while_examples_are_shrunk_reports_the_exact_objective(mon
     assert model.metadata["objective"] == pytest.approx(objective, rel=1e-12)
 
 
-def _rows_sent(rounds):
-    """Per (row store key, example id), how many times a partition sent its row; and the candidates reported."""
-    sent, reported = Counter(), 0
+def _rows_sent(rounds, X):
+    """Per (row ledger key, example id), how many times a partition sent its row to the driver, and the driver
+    to the partitions; the candidates reported, and the working-set variables sent.  Every row sent is the
+    example's row of ``X``."""
+    sent, shared, reported, changed = Counter(), Counter(), 0, 0
     for data, request, answer in rounds:
-        sent.update((request["rows_key"], i) for i in answer["cand_ids"][answer["cand_new"]].tolist())
+        new = answer["cand_ids"][answer["cand_new"]]
+        sent.update((request["rows_key"], i) for i in new.tolist())
         reported += answer["cand_ids"].size
-        taken = data.rows[np.searchsorted(data.ids, answer["cand_ids"][answer["cand_new"]])]
-        np.testing.assert_array_equal(_dense(answer["cand_rows"]), _dense(taken))
-    return sent, reported
+        np.testing.assert_array_equal(_dense(answer["cand_rows"]), _dense(X[new]))
+    for _, request, _ in rounds[::3]:  # the request all three partitions get
+        if len(request["ws_ids"]):
+            new = request["ws_ids"][request["ws_new"]]
+            shared.update((request["rows_key"], i) for i in new.tolist())
+            changed += request["ws_ids"].size
+            np.testing.assert_array_equal(_dense(request["ws_rows"]), _dense(X[new]))
+    return sent, shared, reported, changed
 
 
 def _dense(rows):
@@ -123,22 +131,23 @@ _FITS = {
 
 
 @pytest.mark.parametrize("case", list(_FITS))
-def test_each_candidate_row_crosses_once_per_store_and_a_store_too_large_starts_again(monkeypatch, case):
+def test_each_row_crosses_once_each_way_per_ledger_and_a_ledger_too_large_starts_again(monkeypatch, case):
     data, fit = _FITS[case]
     X, y = data()
     rounds = _recorded_rounds(monkeypatch)
     kept = fit(LocalEngine(X, y, n_partitions=3))
-    sent, reported = _rows_sent(rounds)
+    sent, shared, reported, changed = _rows_sent(rounds, X)
     assert len({key for key, _ in sent}) == 1 and max(sent.values()) == 1 and sum(sent.values()) < reported / 2
+    assert max(shared.values()) == 1 and sum(shared.values()) < 0.8 * changed
     rounds.clear()
-    monkeypatch.setattr("core.dual._ROW_STORE_BYTES", 0)  # a new store every round
+    monkeypatch.setattr("core.dual._ROW_STORE_BYTES", 0)  # a new ledger every round
     restarted = fit(LocalEngine(X, y, n_partitions=3))
-    sent, _ = _rows_sent(rounds)
-    requests = [request for _, request, _ in rounds[::3]]  # the first partition's
-    # each round that applies a working set's changes runs under a new store's key
+    sent, shared, _, _ = _rows_sent(rounds, X)
+    requests = [request for _, request, _ in rounds[::3]]
+    # each round that applies a working set's changes runs under a new ledger's key
     assert [r["rows_key"] != before["rows_key"] for before, r in zip(requests, requests[1:])] == \
         [len(r["ws_ids"]) > 0 for r in requests[1:]]
-    assert max(sent.values()) == 1
+    assert max(sent.values()) == max(shared.values()) == 1
     assert restarted.metadata["objective"] == kept.metadata["objective"]
     np.testing.assert_array_equal(restarted.coef, kept.coef)
     np.testing.assert_array_equal(_dense(restarted.support_vectors), _dense(kept.support_vectors))

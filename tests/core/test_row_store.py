@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_array_equal
 
-from core.row_store import RowStore
+from core.row_store import RowLedger, RowStore
 from core.rows import is_csr_block
 
 
@@ -44,10 +44,19 @@ def test_csr_rows_of_fewer_columns_are_taken_with_the_most():
     assert_array_equal(store.take(np.array([3, 7])).toarray(), [[1, 0, 0, 4], [0, 2, 0, 0]])
 
 
-def test_each_store_has_its_own_key_and_counts_its_bytes():
-    first, second = RowStore(), RowStore()
-    assert first.key != second.key and first.nbytes == 0
-    first.add(np.arange(100), np.ones((100, 4)))
-    assert first.nbytes >= 100 * 4 * 8
+def test_a_store_counts_its_bytes():
+    store = RowStore()
+    assert store.nbytes == 0
+    store.add(np.arange(100), np.ones((100, 4)))
+    assert store.nbytes >= 100 * 4 * 8
     with pytest.raises(KeyError):
-        first.take(np.array([100]))
+        store.take(np.array([100]))
+
+
+def test_a_ledger_shares_each_row_once_under_a_key_of_its_own():
+    first, second = RowLedger(), RowLedger()
+    assert first.key != second.key
+    assert_array_equal(first.to_share(np.array([5, 3, 9])), [True, True, True])
+    assert_array_equal(first.to_share(np.array([9, 4, 5])), [False, True, False])
+    first.shared.clear()  # the partitions rebuilt their state
+    assert_array_equal(first.to_share(np.array([9])), [True])

@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from core.partition.data import PartitionData
 from core.kernels import KernelSpec
 from core.partition.dual import NEG, POS, dual_round
+from core.row_store import RowStore
 from tests.naive import naive_kernel
 
 KERNEL = KernelSpec("rbf", gamma=0.7)
@@ -37,7 +38,7 @@ def _dense(rows):
 def _state(alpha, grad, upper):
     """A partition state with every example active."""
     return {"alpha": alpha, "grad": grad, "upper": upper, "shrunk_at": np.full(alpha.size, -1), "log": [],
-            "rows_key": "store", "rows_sent": np.zeros(alpha.size, bool)}
+            "rows_key": "store", "rows_sent": np.zeros(alpha.size, bool), "rows_received": RowStore()}
 
 
 @pytest.mark.parametrize("sparse", [False, True])
@@ -55,7 +56,7 @@ def test_reset_then_update_equals_a_fresh_reset(sparse):
     # move two variables, one of them new
     ws = np.array([4, 9])
     new = np.array([0.75, 0.5])
-    state, answer = dual_round(data, state, _request(ws_ids=data.ids[ws], ws_rows=data.rows[ws], ws_y=data.y[ws],
+    state, answer = dual_round(data, state, _request(ws_ids=data.ids[ws], ws_new=np.ones(ws.size, bool), ws_rows=data.rows[ws], ws_y=data.y[ws],
                                                      ws_alpha_old=alpha[ws], ws_alpha=new))
     alpha[ws] = new
     np.testing.assert_allclose(state["alpha"], alpha)
@@ -107,7 +108,7 @@ def test_shrunk_examples_leave_the_selection_and_come_back_with_exact_gradients(
 
     def step(ws, new, **kw):
         nonlocal state
-        request = _request(ws_ids=data.ids[ws], ws_rows=data.rows[ws], ws_y=data.y[ws], ws_alpha_old=alpha[ws],
+        request = _request(ws_ids=data.ids[ws], ws_new=np.ones(ws.size, bool), ws_rows=data.rows[ws], ws_y=data.y[ws], ws_alpha_old=alpha[ws],
                            ws_alpha=new, n_select=len(data), **kw)
         alpha[ws] = new
         state, answer = dual_round(data, state, request)
