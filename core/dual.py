@@ -8,8 +8,9 @@ to its gradients and returns its most violating examples (``dual_round``);
 the driver merges them into a working set of q examples and solves the
 q-variable sub-problem with the numba SMO of ``core.smo``, over a kernel
 matrix kept from round to round (``core.working_set``).  The partitions
-shrink examples that cannot pair (``core.partition.dual``), and send each
-candidate's row once: the driver keeps them (``core.row_store``).  The loop stops
+shrink examples that cannot pair (``core.partition.dual``).  A row crosses
+the wire once each way: the driver keeps the candidates' rows it receives,
+the partitions the working sets' (``core.row_store``).  The loop stops
 when no allowed pair of classes violates the optimality conditions by more
 than ``tol`` (LIBSVM's stopping rule, with the budget's restriction on
 pairs) in a round with no example shrunk.  The bias follows LIBSVM: the
@@ -36,7 +37,9 @@ log = logging.getLogger("spark_bsvm")
 
 _TIGHT = 1e-12  # relative slack under which the budget sum counts as active (as in core.smo)
 _MAX_WORKING_SET = 8192  # its kernel matrix is 512 MiB (4096: 1.4x the CPU on covtype-15k, 56 rounds, not 25)
-_ROW_STORE_BYTES = 256 << 20  # a ledger whose rows received take more starts again (with the working set's)
+# a ledger whose rows received take more starts again (with the working set's); what a partition holds of the
+# working sets' rows is a part of them, so this also bounds what the ledger adds to a task's memory
+_ROW_STORE_BYTES = 64 << 20
 _INNER_TOL_SHARE = 0.3  # a sub-problem stops at this share of the round's violation (or at tol)
 _STAT_KEYS = ("up_max", "low_min", "free_count", "free_sum", "upper_max", "zero_min")
 _NO_UPDATE = {"ws_ids": np.zeros(0, np.int64), "ws_rows": None, "ws_y": None, "ws_alpha_old": None, "ws_alpha": None}

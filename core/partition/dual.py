@@ -107,7 +107,7 @@ def dual_round(data, state, request):
     data = feature_mapped(data, state, request)
     if request["reset"]:
         state.update(_reset(data, request))
-    if request["reset"] or state["rows_key"] != request["rows_key"]:
+    if request["reset"] or state.get("rows_key") != request["rows_key"]:
         state.update(rows_key=request["rows_key"], rows_sent=np.zeros(len(data), bool), rows_received=RowStore())
     alpha, grad, upper, shrunk_at = state["alpha"], state["grad"], state["upper"], state["shrunk_at"]
     kernel = request["kernel"]
