@@ -31,6 +31,9 @@ alternating (Spark, local, Spark, local, ... with ``--repeats``; medians).  Prin
                 tenth and earlier sessions divided everything after the engine's start by the rounds)
     pairs ms    the least and the most of that figure over the fits' pairs (each Spark fit against the local fit
                 after it): a fit of few rounds divides the noise of two fit times by few rounds
+    wire MB     the bytes of the frames the driver sent to the tasks and received from them in a fit (sent / received,
+                the medians; every task's copy of a request counts): what a round's messages would cost on a real
+                network, where the tasks run on other machines
     skew, wire, work
                 the per-round figure taken apart, in ms per round after the first, from what the Spark tasks
                 report (``rounds.RoundTimes``): skew, each round's slowest task minus the tasks' mean (the
@@ -91,7 +94,7 @@ from core.synthetic import FOREST_ROWS, make_forest_like
 PARTITIONS = 2
 BLOCK_STAGES = 3  # barrier stages that time the tasks' blocks per data set (one varied by up to 2x)
 HEADER = ["case", "engine", "start s", "blocks s", "MB/s", "MB/s after", "first s", "rounds", "rounds s", "end s",
-          "fit s", "cpu s", "tree cpu s", "per round ms", "pairs ms", "skew ms", "wire ms", "work ms", "ratio",
+          "fit s", "cpu s", "tree cpu s", "per round ms", "pairs ms", "wire MB", "skew ms", "wire ms", "work ms", "ratio",
           "bare s", "floor", "checks s", "same"]
 
 
@@ -148,11 +151,32 @@ class _Timed:
         return answers
 
 
-def _fit(make_engine, fit, extra, checks=()):
+def _counted_frames():
+    """Count the bytes of the frames this process sends and receives (``spark_bsvm.engine.wire``) from now on:
+    the dict returned holds the totals so far, ``sent`` and ``received``."""
+    from spark_bsvm.engine import wire
+
+    counts, send_frame, recv_exactly = {"sent": 0, "received": 0}, wire.send_frame, wire._recv_exactly
+
+    def counted_send(sock, buffers):
+        counts["sent"] += sum(memoryview(buffer).nbytes for buffer in buffers)
+        return send_frame(sock, buffers)
+
+    def counted_recv(sock, n):
+        counts["received"] += n
+        return recv_exactly(sock, n)
+
+    wire.send_frame, wire._recv_exactly = counted_send, counted_recv
+    return counts
+
+
+def _fit(make_engine, fit, extra, checks=(), frames=None):
     """One fit on the engine ``make_engine()`` makes: its model and timings (``checks``: the list that
     ``recorded_calls`` fills with the seconds of each run of the data's checks; those of this fit are
-    returned as ``checks``)."""
-    already = len(checks)
+    returned as ``checks``; ``frames``: ``_counted_frames``' totals, of which this fit's bytes are returned
+    as ``sent`` and ``received``)."""
+    frames = frames or {"sent": 0, "received": 0}
+    already, before = len(checks), dict(frames)
     tree = tree_cpu_seconds()  # read first: /proc's scan stays out of the fit's wall time
     wall, cpu = time.perf_counter(), time.process_time()
     with make_engine() as engine:
@@ -170,7 +194,8 @@ def _fit(make_engine, fit, extra, checks=()):
             "start": started,
             "rounds": timed.rounds, "first": first, "later": trained - started - first, "end": end - trained,
             "skew": per_round * (slowest - work), "wire": per_round * (seconds - slowest), "work": per_round * work,
-            "checks": sum(checks[already:])}
+            "checks": sum(checks[already:]),
+            **{way: frames[way] - before[way] for way in ("sent", "received")}}
 
 
 def _same(a, b):
@@ -328,7 +353,7 @@ def main():
           f"took {cold[1]:.2f} s the first time, {cold[2]:.2f} s the second (+{cold[1] - cold[2]:.2f} s: the workers "
           "import core and load numba's cached code; the first checks of rows)\n")
 
-    rows, loaded, checks = [], {}, recorded_calls(stage, "_checked_frame")
+    rows, loaded, checks, frame_bytes = [], {}, recorded_calls(stage, "_checked_frame"), _counted_frames()
     for name in names:
         data, fit, make_extra = CASES[name]
         if data not in loaded:
@@ -345,14 +370,15 @@ def main():
         extra = make_extra(X_local, y) if make_extra else None
         runs = {"spark": [], "local": []}
         for _ in range(args.repeats):
-            runs["spark"].append(_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, extra, checks))
+            runs["spark"].append(_fit(lambda: SparkEngine(frame, num_partitions=PARTITIONS), fit, extra, checks,
+                                      frame_bytes))
             runs["local"].append(_fit(lambda: LocalEngine(X_local, y, n_partitions=PARTITIONS), fit, extra))
         bare = [timed(lambda: _block_timings(frame, X.shape[1], dense)) for _ in range(BLOCK_STAGES)]
         bare_s = statistics.median(seconds for _, seconds, _ in bare)
         warm = _median_slowest(tasks for tasks, _, _ in bare)
         med = {k: {q: statistics.median(r[q] for r in v)
                    for q in ("fit", "cpu", "tree_cpu", "first", "start", "later", "end", "skew", "wire", "work",
-                             "checks")}
+                             "checks", "sent", "received")}
                for k, v in runs.items()}
         spark_run, local_run = runs["spark"][-1], runs["local"][-1]
         block_s = slowest["seconds"]
@@ -369,6 +395,8 @@ def main():
                          med[engine]["tree_cpu"],
                          per_round if engine == "spark" else "-",
                          f"{min(pairs):.2f} to {max(pairs):.2f}" if engine == "spark" else "-",
+                         f"{med['spark']['sent'] / 1e6:.1f} / {med['spark']['received'] / 1e6:.1f}"
+                         if engine == "spark" else "-",
                          med["spark"]["skew"] if engine == "spark" else "-",
                          med["spark"]["wire"] if engine == "spark" else "-",
                          med["spark"]["work"] - med["local"]["work"] if engine == "spark" else "-",
