@@ -25,19 +25,25 @@ class WorkingSetKernel:
     """Kernel matrix of working sets of at most ``capacity`` examples, one slot per example (``ids``),
     reused across rounds.
 
-    The (capacity, capacity) buffer is allocated once: growing it would copy it.  Its rows are first
-    written when the working set reaches them, in one sweep over whole rows: a fresh buffer's first writes
-    are page faults, and scattered ones were slow (a C-SVC on covtype-15k spent 1.06 s filling slots into
-    fresh rows, 0.32 s into rows swept first; the sweep of 6,000 rows took 0.04 s).  Its pages are small
-    ones (``core.buffers``): in numpy's huge pages, a C-SVC on covtype-15k (working sets of up to 5,570)
-    spent 1.13-1.44 s of CPU arranging its working sets, 0.66-0.95 s of it in the kernel's page faults,
-    against 0.74-0.86 s in small pages (the forty-second session's VM, alternating processes).
+    The buffer is (width, width), ``width`` examples wide at first (the solve's first working set) and
+    twice as wide, up to ``capacity``, when a working set outgrows it (the kept block copied).  Its rows
+    are first written when the working set reaches them, in one sweep over whole rows: a fresh buffer's
+    first writes are page faults, and scattered ones were slow (a C-SVC on covtype-15k spent 1.06 s
+    filling slots into fresh rows, 0.32 s into rows swept first; the sweep of 6,000 rows took 0.04 s).
+    A buffer as wide as the capacity made every row swept that wide: a C-SVC on ijcnn1, whose working
+    sets stay below 1,024, faulted 64 kB a row for 8 kB used, 0.08-0.78 s a fit on a Spark driver (fresh
+    pages cost the most on a VM that hands free memory back to its host, ``core.buffers``).  Its pages
+    are small ones (``core.buffers``): in numpy's huge pages, a C-SVC on covtype-15k (working sets of up
+    to 5,570) spent 1.13-1.44 s of CPU arranging its working sets, 0.66-0.95 s of it in the kernel's page
+    faults, against 0.74-0.86 s in small pages (the forty-second session's VM, alternating processes).
     """
 
-    def __init__(self, kernel, capacity):
+    def __init__(self, kernel, capacity, width=None):
         self.kernel = kernel
+        self.capacity = capacity
         self.ids = np.zeros(0, np.int64)
-        self.buffer = zeros_in_small_pages((capacity, capacity))
+        width = capacity if width is None else min(width, capacity)
+        self.buffer = zeros_in_small_pages((width, width))
         self.swept = 0  # rows written once
 
     def arrange(self, ids, rows):
@@ -47,8 +53,10 @@ class WorkingSetKernel:
         block of the C-contiguous buffer ``K`` is their kernel matrix (its other entries are stale).
         """
         q = ids.size
+        if q > self.capacity:
+            raise ValueError(f"a working set of {q} examples does not fit a kernel buffer for {self.capacity}")
         if q > self.buffer.shape[0]:
-            raise ValueError(f"a working set of {q} examples does not fit a kernel buffer for {self.buffer.shape[0]}")
+            self._widen(q)
         kept = np.isin(self.ids, ids)
         # slots below q hold the examples kept there; the others (departed or never filled) are holes
         holes = np.flatnonzero(np.append(~kept, np.ones(max(q - self.ids.size, 0), bool))[:q])
@@ -70,6 +78,16 @@ class WorkingSetKernel:
             _fill_slots(K, new_slots, kernel_block(rows[new], rows[order], self.kernel))
         self.ids = slot_ids
         return order, K
+
+    def _widen(self, q):
+        """A buffer for at least ``q`` examples: twice as wide (at most ``capacity``), its rows of the kept
+        examples swept, then their block copied."""
+        width = min(self.capacity, max(q, 2 * self.buffer.shape[0]))
+        used = self.ids.size
+        buffer = zeros_in_small_pages((width, width))
+        buffer[:used] = 0.0
+        buffer[:used, :used] = self.buffer[:used, :used]
+        self.buffer, self.swept = buffer, used
 
 
 @numba.njit(**NJIT)
