@@ -25,14 +25,15 @@ class WorkingSetKernel:
     """Kernel matrix of working sets of at most ``capacity`` examples, one slot per example (``ids``),
     reused across rounds.
 
-    The buffer is (width, width), ``width`` examples wide at first (the solve's first working set) and
-    twice as wide, up to ``capacity``, when a working set outgrows it (the kept block copied).  Its rows
+    The buffer is (width, width), ``width`` examples wide at first (the solve's first working set), and
+    (capacity, capacity) once a working set outgrows that (the kept block copied).  Its rows
     are first written when the working set reaches them, in one sweep over whole rows: a fresh buffer's
     first writes are page faults, and scattered ones were slow (a C-SVC on covtype-15k spent 1.06 s
     filling slots into fresh rows, 0.32 s into rows swept first; the sweep of 6,000 rows took 0.04 s).
     A buffer as wide as the capacity made every row swept that wide: a C-SVC on ijcnn1, whose working
     sets stay below 1,024, faulted 64 kB a row for 8 kB used, 0.08-0.78 s a fit on a Spark driver (fresh
-    pages cost the most on a VM that hands free memory back to its host, ``core.buffers``).  Its pages
+    pages cost the most on a VM that hands free memory back to its host, ``core.buffers``).  A buffer
+    that doubled instead would have swept the rows of each buffer it left.  Its pages
     are small ones (``core.buffers``): in numpy's huge pages, a C-SVC on covtype-15k (working sets of up
     to 5,570) spent 1.13-1.44 s of CPU arranging its working sets, 0.66-0.95 s of it in the kernel's page
     faults, against 0.74-0.86 s in small pages (the forty-second session's VM, alternating processes).
@@ -56,7 +57,7 @@ class WorkingSetKernel:
         if q > self.capacity:
             raise ValueError(f"a working set of {q} examples does not fit a kernel buffer for {self.capacity}")
         if q > self.buffer.shape[0]:
-            self._widen(q)
+            self._widen()
         kept = np.isin(self.ids, ids)
         # slots below q hold the examples kept there; the others (departed or never filled) are holes
         holes = np.flatnonzero(np.append(~kept, np.ones(max(q - self.ids.size, 0), bool))[:q])
@@ -79,12 +80,10 @@ class WorkingSetKernel:
         self.ids = slot_ids
         return order, K
 
-    def _widen(self, q):
-        """A buffer for at least ``q`` examples: twice as wide (at most ``capacity``), its rows of the kept
-        examples swept, then their block copied."""
-        width = min(self.capacity, max(q, 2 * self.buffer.shape[0]))
+    def _widen(self):
+        """The (capacity, capacity) buffer: its rows of the kept examples swept, then their block copied."""
         used = self.ids.size
-        buffer = zeros_in_small_pages((width, width))
+        buffer = zeros_in_small_pages((self.capacity, self.capacity))
         buffer[:used] = 0.0
         buffer[:used, :used] = self.buffer[:used, :used]
         self.buffer, self.swept = buffer, used
