@@ -11,14 +11,15 @@ of idle took 1.18-1.20 s of CPU in numpy's huge pages against 0.18-0.19 s in sma
 after another process had freed as much were huge pages faster (0.04 against 0.2 s).
 
 ``zeros_in_small_pages`` gives such a buffer an anonymous memory map of its own, which numpy never
-advises: the kernel's 4 KiB pages, zero-filled, touched as the buffer fills.  For a buffer a solver
-keeps for the whole fit and fills as it goes, where it was measured to gain: the dual decomposition's
-working-set kernel matrix (``core.working_set``).  The slant partitions' column stores in small pages
-made paths fitted back to back 14-17% cheaper, but a path fitted right after its reference (as the bench
-and the estimators fit them) 10-15% dearer: the huge pages the reference's fit had just freed come back
-at little cost.  SpSVM-2's basis columns in small pages made a process's first fit cheaper and its later
-ones dearer (``bench/HISTORY.md``).  Blocks written whole at once, which a fit allocates again and again,
-reuse memory just freed, where huge pages are the faster.
+advises and which is advised against huge pages (``MADV_NOHUGEPAGE``, for kernels that give every map
+huge pages, ``enabled`` set to ``always``): the kernel's 4 KiB pages, zero-filled, touched as the buffer
+fills.  For a buffer a solver keeps for the whole fit and fills as it goes, where it was measured to
+gain: the dual decomposition's working-set kernel matrix (``core.working_set``).  The slant partitions'
+column stores in small pages made paths fitted back to back 14-17% cheaper, but a path fitted right
+after its reference (as the bench and the estimators fit them) 10-15% dearer: the huge pages the
+reference's fit had just freed come back at little cost.  SpSVM-2's basis columns in small pages made a
+process's first fit cheaper and its later ones dearer (``bench/HISTORY.md``).  Blocks written whole at
+once, which a fit allocates again and again, reuse memory just freed, where huge pages are the faster.
 """
 
 import mmap
@@ -33,4 +34,7 @@ def zeros_in_small_pages(shape, order="C"):
     nbytes = 8 * int(np.prod(shape, dtype=np.int64))
     if nbytes == 0:
         return np.zeros(shape, order=order)
-    return np.ndarray(shape, np.float64, buffer=mmap.mmap(-1, nbytes), order=order)
+    pages = mmap.mmap(-1, nbytes)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        pages.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.ndarray(shape, np.float64, buffer=pages, order=order)

@@ -177,7 +177,7 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     start = time.perf_counter()
     violation, converged = np.inf, False
     carry, carried_ids = None, np.zeros(0, np.int64)
-    ws_kernel = WorkingSetKernel(kernel, min(max(size, _MAX_WORKING_SET), engine.n_examples), width=size)
+    ws_kernel = WorkingSetKernel(kernel, min(max(size, _MAX_WORKING_SET), engine.n_examples))
     shrinking = True
     progress = Progress("dual decomposition", unit="rounds")  # its end is the violation reaching tol
     ledger = RowLedger()  # the rows exchanged with the partitions (core.row_store)

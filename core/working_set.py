@@ -25,27 +25,27 @@ class WorkingSetKernel:
     """Kernel matrix of working sets of at most ``capacity`` examples, one slot per example (``ids``),
     reused across rounds.
 
-    The buffer is (width, width), ``width`` examples wide at first (the solve's first working set), and
-    (capacity, capacity) once a working set outgrows that (the kept block copied).  Its rows
-    are first written when the working set reaches them, in one sweep over whole rows: a fresh buffer's
-    first writes are page faults, and scattered ones were slow (a C-SVC on covtype-15k spent 1.06 s
-    filling slots into fresh rows, 0.32 s into rows swept first; the sweep of 6,000 rows took 0.04 s).
-    A buffer as wide as the capacity made every row swept that wide: a C-SVC on ijcnn1, whose working
-    sets stay below 1,024, faulted 64 kB a row for 8 kB used, 0.08-0.78 s a fit on a Spark driver (fresh
-    pages cost the most on a VM that hands free memory back to its host, ``core.buffers``).  A buffer
-    that doubled instead would have swept the rows of each buffer it left.  Its pages
-    are small ones (``core.buffers``): in numpy's huge pages, a C-SVC on covtype-15k (working sets of up
-    to 5,570) spent 1.13-1.44 s of CPU arranging its working sets, 0.66-0.95 s of it in the kernel's page
-    faults, against 0.74-0.86 s in small pages (the forty-second session's VM, alternating processes).
+    The buffer is (capacity, capacity), and only its leading block as wide as the largest working set
+    so far is ever written: a working set that grows past it first writes zeros over the new columns of
+    the rows in use, then over the new rows as far as the new width, each a contiguous span of a row.  A
+    fresh buffer's first writes are page faults, and scattered ones were slow (a C-SVC on covtype-15k
+    spent 1.06 s filling slots into fresh rows, 0.32 s into rows swept first; the sweep of 6,000 rows
+    took 0.04 s).  Sweeping whole rows of the capacity's width faulted 64 kB a row where a C-SVC on
+    ijcnn1 (working sets below 1,024) uses 8 kB, 0.08-0.78 s a fit on a Spark driver (fresh pages cost
+    the most on a VM that hands free memory back to its host, ``core.buffers``); a buffer that grew by
+    copies swept the rows of each buffer it left (the twenty-second and seventy-third sessions,
+    ``bench/HISTORY.md``).  Its pages are small ones (``core.buffers``): in numpy's huge pages, a C-SVC on
+    covtype-15k (working sets of up to 5,570) spent 1.13-1.44 s of CPU arranging its working sets, 0.66-0.95 s
+    of it in the kernel's page faults, against 0.74-0.86 s in small pages (the forty-second session's VM,
+    alternating processes).
     """
 
-    def __init__(self, kernel, capacity, width=None):
+    def __init__(self, kernel, capacity):
         self.kernel = kernel
         self.capacity = capacity
         self.ids = np.zeros(0, np.int64)
-        width = capacity if width is None else min(width, capacity)
-        self.buffer = zeros_in_small_pages((width, width))
-        self.swept = 0  # rows written once
+        self.buffer = zeros_in_small_pages((capacity, capacity))
+        self.swept = 0  # the leading (swept, swept) block has been written
 
     def arrange(self, ids, rows):
         """Slot order of the working set with example ids ``ids`` and rows ``rows`` (any order).
@@ -56,8 +56,6 @@ class WorkingSetKernel:
         q = ids.size
         if q > self.capacity:
             raise ValueError(f"a working set of {q} examples does not fit a kernel buffer for {self.capacity}")
-        if q > self.buffer.shape[0]:
-            self._widen()
         kept = np.isin(self.ids, ids)
         # slots below q hold the examples kept there; the others (departed or never filled) are holes
         holes = np.flatnonzero(np.append(~kept, np.ones(max(q - self.ids.size, 0), bool))[:q])
@@ -65,7 +63,8 @@ class WorkingSetKernel:
         slot_ids = np.concatenate([self.ids, np.full(max(q - self.ids.size, 0), -1, np.int64)])
         K = self.buffer
         if q > self.swept:
-            K[self.swept:q] = 0.0
+            K[:self.swept, self.swept:q] = 0.0
+            K[self.swept:q, :q] = 0.0
             self.swept = q
         _move_slots(K, holes[:movers.size], movers, max(q, self.ids.size))
         slot_ids[holes[:movers.size]] = slot_ids[movers]
@@ -79,14 +78,6 @@ class WorkingSetKernel:
             _fill_slots(K, new_slots, kernel_block(rows[new], rows[order], self.kernel))
         self.ids = slot_ids
         return order, K
-
-    def _widen(self):
-        """The (capacity, capacity) buffer: its rows of the kept examples swept, then their block copied."""
-        used = self.ids.size
-        buffer = zeros_in_small_pages((self.capacity, self.capacity))
-        buffer[:used] = 0.0
-        buffer[:used, :used] = self.buffer[:used, :used]
-        self.buffer, self.swept = buffer, used
 
 
 @numba.njit(**NJIT)

@@ -24,20 +24,29 @@ def test_zeros_of_the_shape_and_order_asked_and_writable(shape, order):
     np.testing.assert_array_equal(a, np.full(shape, 2.5))
 
 
-def _advised_huge(array):
-    """Whether the mapping that holds ``array``'s middle byte is advised for huge pages (VmFlags 'hg'); the
+def _mapping_of(array):
+    """The /proc/self/smaps fields (name: values) of the mapping that holds ``array``'s middle byte; the
     middle, for numpy advises whole pages only, from the first page boundary inside its allocation."""
     address = array.__array_interface__["data"][0] + array.nbytes // 2
-    inside = False
+    fields = None
     with open("/proc/self/smaps") as smaps:
         for line in smaps:
             head = line.split()[0]
             if "-" in head and not head.endswith(":"):
+                if fields is not None:
+                    return fields
                 lo, hi = (int(x, 16) for x in head.split("-"))
-                inside = lo <= address < hi
-            elif inside and head == "VmFlags:":
-                return "hg" in line.split()[1:]
-    raise AssertionError("no mapping holds the array")
+                fields = {} if lo <= address < hi else None
+            elif fields is not None:
+                fields[head] = line.split()[1:]
+    if fields is None:
+        raise AssertionError("no mapping holds the array")
+    return fields
+
+
+def _advised_huge(array):
+    """Whether the mapping that holds ``array`` is advised for huge pages (VmFlags 'hg')."""
+    return "hg" in _mapping_of(array)["VmFlags:"]
 
 
 @needs_smaps
@@ -47,6 +56,7 @@ def test_the_flag_reader_sees_a_huge_page_advice():
     array = np.ndarray((1 << 20,), np.float64, buffer=advised)
     assert _advised_huge(array)
     assert not _advised_huge(zeros_in_small_pages((1 << 20,)))
+    assert "nh" in _mapping_of(zeros_in_small_pages((1 << 20,)))["VmFlags:"]
 
 
 @needs_smaps
@@ -54,3 +64,15 @@ def test_the_working_set_buffer_is_in_small_pages():
     buffer = WorkingSetKernel(KernelSpec("rbf", gamma=1.0), capacity=2048).buffer
     assert buffer.shape == (2048, 2048) and buffer.flags.c_contiguous
     assert not _advised_huge(buffer)
+
+
+@needs_smaps
+def test_the_working_set_buffer_holds_in_memory_the_block_its_working_sets_used():
+    # rows of 8,192 values (64 kB): working sets of up to 500 use 4,000 bytes of each of their rows, two
+    # pages at most; whole rows swept would make 32 MB resident
+    cache = WorkingSetKernel(KernelSpec("rbf", gamma=1.0), capacity=8192)
+    rows = np.random.default_rng(3).normal(size=(600, 4))
+    for ids in (np.arange(300), np.arange(100, 600), np.arange(200)):
+        cache.arrange(ids, rows[ids])
+    resident_kb = int(_mapping_of(cache.buffer)["Rss:"][0])
+    assert resident_kb <= 500 * 2 * 4, f"{resident_kb} kB of the buffer resident"
