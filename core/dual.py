@@ -177,7 +177,6 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
     start = time.perf_counter()
     violation, converged = np.inf, False
     carry, carried_ids = None, np.zeros(0, np.int64)
-    ws_kernel = WorkingSetKernel(kernel, min(max(size, _MAX_WORKING_SET), engine.n_examples))
     shrinking = True
     progress = Progress("dual decomposition", unit="rounds")  # its end is the violation reaching tol
     ledger = RowLedger()  # the rows exchanged with the partitions (core.row_store)
@@ -194,64 +193,66 @@ def solve_dual(engine, kernel, problem, *, tol=1e-3, working_set_size=1024, max_
             ledger.received.add(answer["cand_ids"][answer["cand_new"]], answer["cand_rows"])
         return answers
 
-    for rounds in range(1, max_rounds + 2):
-        answers = run_round(request)
-        sum_alpha, sum_sq = support.sums()
-        stats, violation, objective = _summary(answers, problem, sum_alpha)
-        log.info("dual round %d: support %d, objective %.6g, violation %.3g, %.1fs",
-                 rounds, len(support), objective, violation, time.perf_counter() - start)
-        progress.update(rounds, f"violation {violation:.3g} (stops below {tol:.3g}), support {len(support)}")
-        if violation < tol:
-            if sum(a["shrunk"] for a in answers):
-                # optimal over the active examples: restore the shrunk ones and look again; from then on
-                # without shrinking, so that a solve restores at most once
-                shrinking = False
-                request = dict(base, **_RESTORE, n_select=_per_share(size))
-                continue
-            converged = True
-            break
-        if rounds > max_rounds:
-            log.warning("dual decomposition stopped after max_rounds=%d with violation %.3g > tol=%.3g; "
-                        "raise maxIter or tol", max_rounds, violation, tol)
-            break
-        cand = _merge_candidates(answers if carry is None else [carry] + answers)
-        ws = _select(cand, size, carried_ids)
-        ws_rows = ledger.received.take(cand["cand_ids"][ws])
-        order, K = ws_kernel.arrange(cand["cand_ids"][ws], ws_rows)
-        ws, ws_rows = ws[order], take_rows(ws_rows, order)
-        y_ws, alpha_old = cand["cand_y"][ws], cand["cand_alpha"][ws]
-        alpha_ws = alpha_old.copy()
-        grad_ws = cand["cand_grad"][ws] + ridge * alpha_old
-        own_sum, own_sq = alpha_old.sum(), alpha_old @ alpha_old
-        smo_solve(K, y_ws, grad_ws, alpha_ws, cand["cand_upper"][ws],
-                  sum_bound=problem.sum_bound - (sum_alpha - own_sum),
-                  sq_bound=problem.sq_bound - (sum_sq - own_sq),
-                  ridge=ridge, tol=max(tol, _INNER_TOL_SHARE * violation))
-        changed = alpha_ws != alpha_old
-        if not changed.any():
-            log.warning("dual decomposition stalled at round %d with violation %.3g > tol=%.3g: "
-                        "the working set made no progress", rounds, violation, tol)
-            break
-        ws_ids = cand["cand_ids"][ws]
-        carried_ids = ws_ids
-        carry = {"cand_ids": ws_ids, "cand_keys": cand["cand_keys"][ws], "cand_y": y_ws,
-                 "cand_alpha": alpha_ws, "cand_grad": grad_ws - ridge * alpha_ws,
-                 "cand_upper": cand["cand_upper"][ws], "cand_score": -y_ws * grad_ws}
-        changed_rows = take_rows(ws_rows, np.flatnonzero(changed))
-        support.update(ws_ids[changed], alpha_ws[changed], y_ws[changed], changed_rows)
-        if ledger.received.nbytes > _ROW_STORE_BYTES:  # a new ledger: the partitions send their candidates' rows again
-            ledger = RowLedger()
-            ledger.received.add(ws_ids, ws_rows)  # the carried-over working set's, which they need not report
-        sent = ledger.to_share(ws_ids[changed])  # the rows the partitions do not hold
-        # grow the working set while the free variables outnumber half of it (few, long rounds
-        # beat many short ones when the sub-problems must overlap), up to _MAX_WORKING_SET
-        size = max(size, min(_MAX_WORKING_SET, 2 * int(stats["free_count"].sum())))
-        request = dict(base, reset=False, n_select=_per_share(size), ws_ids=ws_ids[changed],
-                       ws_new=sent, ws_rows=take_rows(changed_rows, sent), ws_y=y_ws[changed],
-                       ws_alpha_old=alpha_old[changed], ws_alpha=alpha_ws[changed])
-        if shrinking:
-            # this round's extremes of s over I_up and I_low, over both classes (core.partition.dual)
-            request.update(shrink_below=float(stats["low_min"].min()), shrink_above=float(stats["up_max"].max()))
+    with WorkingSetKernel(kernel, min(max(size, _MAX_WORKING_SET), engine.n_examples)) as ws_kernel:
+        for rounds in range(1, max_rounds + 2):
+            answers = run_round(request)
+            sum_alpha, sum_sq = support.sums()
+            stats, violation, objective = _summary(answers, problem, sum_alpha)
+            log.info("dual round %d: support %d, objective %.6g, violation %.3g, %.1fs",
+                     rounds, len(support), objective, violation, time.perf_counter() - start)
+            progress.update(rounds, f"violation {violation:.3g} (stops below {tol:.3g}), support {len(support)}")
+            if violation < tol:
+                if sum(a["shrunk"] for a in answers):
+                    # optimal over the active examples: restore the shrunk ones and look again; from then on
+                    # without shrinking, so that a solve restores at most once
+                    shrinking = False
+                    request = dict(base, **_RESTORE, n_select=_per_share(size))
+                    continue
+                converged = True
+                break
+            if rounds > max_rounds:
+                log.warning("dual decomposition stopped after max_rounds=%d with violation %.3g > tol=%.3g; "
+                            "raise maxIter or tol", max_rounds, violation, tol)
+                break
+            cand = _merge_candidates(answers if carry is None else [carry] + answers)
+            ws = _select(cand, size, carried_ids)
+            ws_rows = ledger.received.take(cand["cand_ids"][ws])
+            order, K = ws_kernel.arrange(cand["cand_ids"][ws], ws_rows)
+            ws, ws_rows = ws[order], take_rows(ws_rows, order)
+            y_ws, alpha_old = cand["cand_y"][ws], cand["cand_alpha"][ws]
+            alpha_ws = alpha_old.copy()
+            grad_ws = cand["cand_grad"][ws] + ridge * alpha_old
+            own_sum, own_sq = alpha_old.sum(), alpha_old @ alpha_old
+            smo_solve(K, y_ws, grad_ws, alpha_ws, cand["cand_upper"][ws],
+                      sum_bound=problem.sum_bound - (sum_alpha - own_sum),
+                      sq_bound=problem.sq_bound - (sum_sq - own_sq),
+                      ridge=ridge, tol=max(tol, _INNER_TOL_SHARE * violation))
+            changed = alpha_ws != alpha_old
+            if not changed.any():
+                log.warning("dual decomposition stalled at round %d with violation %.3g > tol=%.3g: "
+                            "the working set made no progress", rounds, violation, tol)
+                break
+            ws_ids = cand["cand_ids"][ws]
+            carried_ids = ws_ids
+            carry = {"cand_ids": ws_ids, "cand_keys": cand["cand_keys"][ws], "cand_y": y_ws,
+                     "cand_alpha": alpha_ws, "cand_grad": grad_ws - ridge * alpha_ws,
+                     "cand_upper": cand["cand_upper"][ws], "cand_score": -y_ws * grad_ws}
+            changed_rows = take_rows(ws_rows, np.flatnonzero(changed))
+            support.update(ws_ids[changed], alpha_ws[changed], y_ws[changed], changed_rows)
+            if ledger.received.nbytes > _ROW_STORE_BYTES:
+                # a new ledger: the partitions send their candidates' rows again
+                ledger = RowLedger()
+                ledger.received.add(ws_ids, ws_rows)  # the carried-over working set's, which they need not report
+            sent = ledger.to_share(ws_ids[changed])  # the rows the partitions do not hold
+            # grow the working set while the free variables outnumber half of it (few, long rounds
+            # beat many short ones when the sub-problems must overlap), up to _MAX_WORKING_SET
+            size = max(size, min(_MAX_WORKING_SET, 2 * int(stats["free_count"].sum())))
+            request = dict(base, reset=False, n_select=_per_share(size), ws_ids=ws_ids[changed],
+                           ws_new=sent, ws_rows=take_rows(changed_rows, sent), ws_y=y_ws[changed],
+                           ws_alpha_old=alpha_old[changed], ws_alpha=alpha_ws[changed])
+            if shrinking:
+                # this round's extremes of s over I_up and I_low, over both classes (core.partition.dual)
+                request.update(shrink_below=float(stats["low_min"].min()), shrink_above=float(stats["up_max"].max()))
     if sum(a["shrunk"] for a in answers):
         # stopped (max_rounds, or a stall) with examples shrunk: restore them for exact statistics and objective
         answers = run_round(dict(base, **_RESTORE, n_select=1))

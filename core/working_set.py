@@ -16,7 +16,7 @@ sequence of working sets alone, which does not depend on the partitioning
 import numba
 import numpy as np
 
-from core.buffers import zeros_in_small_pages
+from core.buffers import borrow_small_pages, give_back
 from core.config import NJIT
 from core.kernels import kernel_block
 
@@ -25,8 +25,8 @@ class WorkingSetKernel:
     """Kernel matrix of working sets of at most ``capacity`` examples, one slot per example (``ids``),
     reused across rounds.
 
-    The buffer is (capacity, capacity), and only its leading block as wide as the largest working set
-    so far is ever written: a working set that grows past it first writes zeros over the new columns of
+    The buffer is (capacity, capacity), and a solve writes only its leading block as wide as the largest
+    working set so far: a working set that grows past it first writes zeros over the new columns of
     the rows in use, then over the new rows as far as the new width, each a contiguous span of a row.  A
     fresh buffer's first writes are page faults, and scattered ones were slow (a C-SVC on covtype-15k
     spent 1.06 s filling slots into fresh rows, 0.32 s into rows swept first; the sweep of 6,000 rows
@@ -37,15 +37,24 @@ class WorkingSetKernel:
     ``bench/HISTORY.md``).  Its pages are small ones (``core.buffers``): in numpy's huge pages, a C-SVC on
     covtype-15k (working sets of up to 5,570) spent 1.13-1.44 s of CPU arranging its working sets, 0.66-0.95 s
     of it in the kernel's page faults, against 0.74-0.86 s in small pages (the forty-second session's VM,
-    alternating processes).
+    alternating processes).  A solve borrows the buffer for as long as a ``with`` block holds it, and gives it
+    back to the process's next solve of that capacity at its end (``core.buffers``).
     """
 
     def __init__(self, kernel, capacity):
         self.kernel = kernel
         self.capacity = capacity
         self.ids = np.zeros(0, np.int64)
-        self.buffer = zeros_in_small_pages((capacity, capacity))
-        self.swept = 0  # the leading (swept, swept) block has been written
+        self.buffer = borrow_small_pages((capacity, capacity))
+        self.swept = 0  # the leading (swept, swept) block has been written since the buffer was borrowed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        """Give the buffer back (``core.buffers.give_back``): the matrices ``arrange`` returned are no more."""
+        buffer, self.buffer = self.buffer, None
+        give_back(buffer)
 
     def arrange(self, ids, rows):
         """Slot order of the working set with example ids ``ids`` and rows ``rows`` (any order).

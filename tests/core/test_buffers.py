@@ -1,4 +1,5 @@
-"""Buffers in small pages: zeros of the asked shape and order, writable, in a map numpy never advises."""
+"""Buffers in small pages: of the shape asked, writable, in a map numpy never advises, given back and borrowed
+again, never by two borrowers at once."""
 
 import mmap
 import sys
@@ -6,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from core.buffers import zeros_in_small_pages
+from core.buffers import borrow_small_pages, give_back
 from core.kernels import KernelSpec
 from core.working_set import WorkingSetKernel
 
@@ -14,14 +15,34 @@ needs_smaps = pytest.mark.skipif(not sys.platform.startswith("linux") or not has
                                  reason="/proc/self/smaps and MADV_HUGEPAGE are Linux's")
 
 
-@pytest.mark.parametrize("shape, order", [((3, 5), "C"), ((3, 5), "F"), ((7,), "C"), ((0, 4), "C"), ((4, 0), "F")])
-def test_zeros_of_the_shape_and_order_asked_and_writable(shape, order):
-    a = zeros_in_small_pages(shape, order=order)
-    assert a.shape == shape and a.dtype == np.float64
-    assert a.flags.c_contiguous if order == "C" else a.flags.f_contiguous
+@pytest.mark.parametrize("shape", [(3, 5), (7,), (0, 4)])  # sizes no square buffer of the other tests has
+def test_a_new_buffer_is_zeros_of_the_shape_asked_and_writable(shape):
+    a = borrow_small_pages(shape)
+    assert a.shape == shape and a.dtype == np.float64 and a.flags.c_contiguous
     np.testing.assert_array_equal(a, np.zeros(shape))
     a[...] = 2.5
     np.testing.assert_array_equal(a, np.full(shape, 2.5))
+
+
+def test_a_buffer_given_back_is_borrowed_again_and_never_by_two_at_once():
+    a, b = borrow_small_pages((64, 64)), borrow_small_pages((64, 64))
+    assert not np.shares_memory(a, b)
+    a[...] = 1.0
+    pages = a.base
+    give_back(a)
+    c = borrow_small_pages((4096,))  # as many bytes, another shape
+    assert c.base is pages and c.shape == (4096,)
+    d = borrow_small_pages((64, 64))
+    assert d.base is not pages and not np.shares_memory(d, b)
+
+
+def test_at_most_four_buffers_are_kept():
+    lent = [borrow_small_pages((24, 24)) for _ in range(6)]
+    maps = [a.base for a in lent]
+    for a in lent:
+        give_back(a)
+    again = [borrow_small_pages((24, 24)).base for _ in range(6)]
+    assert sum(any(m is k for k in maps) for m in again) == 4
 
 
 def _mapping_of(array):
@@ -55,8 +76,17 @@ def test_the_flag_reader_sees_a_huge_page_advice():
     advised.madvise(mmap.MADV_HUGEPAGE)
     array = np.ndarray((1 << 20,), np.float64, buffer=advised)
     assert _advised_huge(array)
-    assert not _advised_huge(zeros_in_small_pages((1 << 20,)))
-    assert "nh" in _mapping_of(zeros_in_small_pages((1 << 20,)))["VmFlags:"]
+    small = borrow_small_pages((1 << 20,))
+    assert not _advised_huge(small) and "nh" in _mapping_of(small)["VmFlags:"]
+
+
+@needs_smaps
+@pytest.mark.skipif(not hasattr(mmap, "MADV_FREE"), reason="MADV_FREE is Linux's and BSD's")
+def test_a_buffer_given_back_is_lazily_freed():
+    a = borrow_small_pages((256, 1024))  # 2 MiB
+    a[...] = 1.0
+    give_back(a)
+    assert int(_mapping_of(a)["LazyFree:"][0]) >= 1024  # of 2,048 kB: the kernel counts the pages in batches
 
 
 @needs_smaps
@@ -69,10 +99,12 @@ def test_the_working_set_buffer_is_in_small_pages():
 @needs_smaps
 def test_the_working_set_buffer_holds_in_memory_the_block_its_working_sets_used():
     # rows of 8,192 values (64 kB): working sets of up to 500 use 4,000 bytes of each of their rows, two
-    # pages at most; whole rows swept would make 32 MB resident
+    # pages at most; whole rows swept would make 32 MB resident.  A buffer given back by an earlier test keeps
+    # its pages, as lazily freed ones, until written again
     cache = WorkingSetKernel(KernelSpec("rbf", gamma=1.0), capacity=8192)
     rows = np.random.default_rng(3).normal(size=(600, 4))
     for ids in (np.arange(300), np.arange(100, 600), np.arange(200)):
         cache.arrange(ids, rows[ids])
-    resident_kb = int(_mapping_of(cache.buffer)["Rss:"][0])
-    assert resident_kb <= 500 * 2 * 4, f"{resident_kb} kB of the buffer resident"
+    fields = _mapping_of(cache.buffer)
+    in_use_kb = int(fields["Rss:"][0]) - int(fields.get("LazyFree:", [0])[0])
+    assert in_use_kb <= 500 * 2 * 4, f"{in_use_kb} kB of the buffer in use"
