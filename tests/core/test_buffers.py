@@ -13,6 +13,8 @@ from core.working_set import WorkingSetKernel
 
 needs_smaps = pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(mmap, "MADV_HUGEPAGE"),
                                  reason="/proc/self/smaps and MADV_HUGEPAGE are Linux's")
+needs_lazy_free = pytest.mark.skipif(not hasattr(mmap, "MADV_FREE"),
+                                     reason="buffers are kept only where MADV_FREE frees them lazily (Linux, BSD)")
 
 
 @pytest.mark.parametrize("shape", [(3, 5), (7,), (0, 4)])  # sizes no square buffer of the other tests has
@@ -24,6 +26,7 @@ def test_a_new_buffer_is_zeros_of_the_shape_asked_and_writable(shape):
     np.testing.assert_array_equal(a, np.full(shape, 2.5))
 
 
+@needs_lazy_free
 def test_a_buffer_given_back_is_borrowed_again_and_never_by_two_at_once():
     a, b = borrow_small_pages((64, 64)), borrow_small_pages((64, 64))
     assert not np.shares_memory(a, b)
@@ -36,6 +39,7 @@ def test_a_buffer_given_back_is_borrowed_again_and_never_by_two_at_once():
     assert d.base is not pages and not np.shares_memory(d, b)
 
 
+@needs_lazy_free
 def test_at_most_four_buffers_are_kept():
     lent = [borrow_small_pages((24, 24)) for _ in range(6)]
     maps = [a.base for a in lent]
@@ -81,7 +85,7 @@ def test_the_flag_reader_sees_a_huge_page_advice():
 
 
 @needs_smaps
-@pytest.mark.skipif(not hasattr(mmap, "MADV_FREE"), reason="MADV_FREE is Linux's and BSD's")
+@needs_lazy_free
 def test_a_buffer_given_back_is_lazily_freed():
     a = borrow_small_pages((256, 1024))  # 2 MiB
     a[...] = 1.0

@@ -1,5 +1,7 @@
 """The working set's kernel buffer against the naive matrix of each round's working set."""
 
+import mmap
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -40,7 +42,7 @@ def test_each_round_gives_the_kernel_matrix_of_its_working_set(sparse):
                         assert previous[example] == slot
                 previous = {example: slot for slot, example in enumerate(in_slots)}
         assert cache.buffer is None
-    assert maps[1] is maps[0]
+    assert maps[1] is maps[0] or not hasattr(mmap, "MADV_FREE")  # kept only where freed lazily (core.buffers)
 
 
 def test_a_working_set_larger_than_the_buffer_is_refused():
