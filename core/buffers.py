@@ -29,7 +29,10 @@ CPU on the buffer's first writes, 3,735 page faults, where the same fits on ``Lo
 on as many; with the buffer borrowed back, no fault and 0.002 s on either (the seventy-fourth session,
 ``bench/HISTORY.md``).  A buffer given back is advised ``MADV_FREE``: its pages stay in place for the next
 borrower, and the kernel takes them back, without writing them anywhere, when it needs the memory.  Until
-then they count in the process's resident size (``LazyFree`` in ``/proc/<pid>/smaps``).
+then they count in the process's resident size (``LazyFree`` in ``/proc/<pid>/smaps``), which a cluster
+manager that polices a container's resident size (YARN) sees: so at most four maps and 1 GiB of them are kept
+(two of the largest working-set buffers, 8,192 x 8,192 values), and a map keeps resident only the pages its
+solves wrote.
 """
 
 import mmap
@@ -37,7 +40,8 @@ import threading
 
 import numpy as np
 
-_KEPT_MAPS = 4  # buffers given back and kept for the process's next borrowers, at most (concurrent fits' own)
+# buffers given back and kept for the process's next borrowers (concurrent fits' own), at most, and their bytes
+_KEPT_MAPS, _KEPT_BYTES = 4, 1 << 30
 _given_back = []  # their maps, most recent last
 _lock = threading.Lock()
 
@@ -59,15 +63,17 @@ def borrow_small_pages(shape):
 
 def give_back(array):
     """Keep the map of ``array``, a buffer ``borrow_small_pages`` returned that neither it nor any view of it
-    will be used again, for the next borrower of as many bytes (module doc); the oldest kept map beyond
-    ``_KEPT_MAPS`` is released.  Without ``MADV_FREE`` (not Linux nor BSD) the map is released at once."""
+    will be used again, for the next borrower of as many bytes (module doc); the oldest kept maps beyond
+    ``_KEPT_MAPS`` or ``_KEPT_BYTES`` are released.  Without ``MADV_FREE`` (not Linux nor BSD) the map is
+    released at once."""
     pages = array.base
     if not isinstance(pages, mmap.mmap) or not hasattr(mmap, "MADV_FREE"):
         return
     pages.madvise(mmap.MADV_FREE)
     with _lock:
         _given_back.append(pages)
-        del _given_back[:-_KEPT_MAPS]
+        while len(_given_back) > _KEPT_MAPS or sum(map(len, _given_back)) > _KEPT_BYTES:
+            del _given_back[0]
 
 
 def _new_map(nbytes):

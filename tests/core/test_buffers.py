@@ -49,6 +49,16 @@ def test_at_most_four_buffers_are_kept():
     assert sum(any(m is k for k in maps) for m in again) == 4
 
 
+@needs_lazy_free
+def test_at_most_a_gibibyte_of_buffers_is_kept():
+    lent = [borrow_small_pages((8192, 8192)) for _ in range(3)]  # 512 MiB each, none of it written
+    maps = [a.base for a in lent]
+    for a in lent:
+        give_back(a)
+    again = [borrow_small_pages((8192, 8192)).base for _ in range(3)]
+    assert [any(m is k for k in maps) for m in again] == [True, True, False]
+
+
 def _mapping_of(array):
     """The /proc/self/smaps fields (name: values) of the mapping that holds ``array``'s middle byte; the
     middle, for numpy advises whole pages only, from the first page boundary inside its allocation."""
