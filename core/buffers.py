@@ -48,7 +48,9 @@ _lock = threading.Lock()
 
 def borrow_small_pages(shape):
     """A C-contiguous float64 array of ``shape`` in small pages, its values undefined (module doc): the map of a
-    buffer of as many bytes given back in this process (``give_back``), else a new one, of zeros."""
+    buffer of as many bytes given back in this process (``give_back``), else a new one, of zeros, and then the
+    maps kept for other sizes are released (a process whose address space is limited, as Spark limits a
+    Python worker's to ``spark.executor.pyspark.memory``, holds no more maps than its solves in progress need)."""
     shape = tuple(int(s) for s in np.atleast_1d(shape))
     nbytes = 8 * int(np.prod(shape, dtype=np.int64))
     if nbytes == 0:
@@ -56,9 +58,9 @@ def borrow_small_pages(shape):
     with _lock:
         same_size = [k for k, pages in enumerate(_given_back) if len(pages) == nbytes]
         pages = _given_back.pop(same_size[-1]) if same_size else None
-    if pages is None:
-        pages = _new_map(nbytes)
-    return np.ndarray(shape, np.float64, buffer=pages)
+        if pages is None:  # a new size: the maps kept for others go (docstring)
+            _given_back.clear()
+    return np.ndarray(shape, np.float64, buffer=_new_map(nbytes) if pages is None else pages)
 
 
 def give_back(array):

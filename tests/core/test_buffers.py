@@ -50,6 +50,15 @@ def test_at_most_four_buffers_are_kept():
 
 
 @needs_lazy_free
+def test_a_buffer_of_a_new_size_releases_the_buffers_kept():
+    a = borrow_small_pages((24, 24))
+    pages = a.base
+    give_back(a)
+    borrow_small_pages((25, 25))
+    assert borrow_small_pages((24, 24)).base is not pages
+
+
+@needs_lazy_free
 def test_at_most_a_gibibyte_of_buffers_is_kept():
     lent = [borrow_small_pages((8192, 8192)) for _ in range(3)]  # 512 MiB each, none of it written
     maps = [a.base for a in lent]
