@@ -43,7 +43,6 @@ class WorkingSetKernel:
 
     def __init__(self, kernel, capacity):
         self.kernel = kernel
-        self.capacity = capacity
         self.ids = np.zeros(0, np.int64)
         self.buffer = borrow_small_pages((capacity, capacity))
         self.swept = 0  # the leading (swept, swept) block has been written since the buffer was borrowed
@@ -63,8 +62,8 @@ class WorkingSetKernel:
         block of the C-contiguous buffer ``K`` is their kernel matrix (its other entries are stale).
         """
         q = ids.size
-        if q > self.capacity:
-            raise ValueError(f"a working set of {q} examples does not fit a kernel buffer for {self.capacity}")
+        if q > self.buffer.shape[0]:
+            raise ValueError(f"a working set of {q} examples does not fit a kernel buffer for {self.buffer.shape[0]}")
         kept = np.isin(self.ids, ids)
         # slots below q hold the examples kept there; the others (departed or never filled) are holes
         holes = np.flatnonzero(np.append(~kept, np.ones(max(q - self.ids.size, 0), bool))[:q])
